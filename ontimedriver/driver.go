@@ -1,0 +1,331 @@
+// Package ontimedriver defines the contract between the ontime library and
+// the stores that keep its timers (Redis, the embedded bbolt store, ...).
+//
+// Users of ontime do not call a Driver directly: they pass one to
+// ontime.NewClient and use the Client and Worker. This package is public so
+// that drivers can live in their own packages and so that every driver can run
+// the one conformance suite in package drivertest.
+//
+// # Model
+//
+// A topic is a set of timers keyed by id. Each timer holds an opaque payload
+// (the encoded envelope, see package envelope), the instant it is due, an
+// attempt counter and, while a worker holds it, a lease. A timer is in exactly
+// one of three places: scheduled (waiting for its due time, or due and not yet
+// claimed), leased (claimed by a worker until the lease deadline), or dead (in
+// the topic's dead-letter set). An expired lease makes a timer due again: the
+// next Claim takes it, with its attempt counter raised.
+//
+// Time: every due and lease comparison uses the store's clock (the Redis
+// server's TIME, the embedded store's process clock), never the caller's.
+// Relative values (NewTimer.Delay, Settlement.Delay, lease durations) are
+// added to the store's clock by the store. Due times are kept to at least the
+// millisecond, and a timer is never claimable before its due time: a store
+// that rounds must round due times up.
+//
+// Fencing: Claim hands out a lease token per timer. Settle and Extend must
+// present it, and the store refuses (ErrLeaseLost) when the timer was
+// re-published, cancelled, or claimed again by someone else since. So a
+// handler that re-publishes its own id (re-arming) keeps the new timer when it
+// acks, and a worker whose lease expired cannot touch what another worker now
+// holds.
+//
+// All methods are safe for concurrent use. Topics passed to a Driver are full
+// topics (any router prefix already applied) and ids are valid (see
+// ValidateTopic and ValidateID); drivers may assume so.
+package ontimedriver
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors drivers return. Callers compare with errors.Is.
+var (
+	// ErrNotFound: no timer (or dead letter) with that id in that topic.
+	ErrNotFound = errors.New("ontime: timer not found")
+	// ErrExists: an IfAbsent schedule found the id already present
+	// (scheduled or leased).
+	ErrExists = errors.New("ontime: timer already exists")
+	// ErrLeaseLost: the lease token no longer matches: the lease expired and
+	// the timer was claimed again, or the timer was re-published, cancelled
+	// or settled meanwhile. Nothing was changed.
+	ErrLeaseLost = errors.New("ontime: lease lost")
+	// ErrClosed: the driver was closed.
+	ErrClosed = errors.New("ontime: driver closed")
+)
+
+// Driver is a store of timers. See the package documentation for the model.
+// Every implementation must pass drivertest.Run.
+type Driver interface {
+	// Schedule writes a batch of timers to one topic in one round trip.
+	// With the default mode an existing id is overwritten: new payload, new
+	// due time, attempt counter reset to 0, any lease dropped (the old lease
+	// token stops working). With IfAbsent, an id that exists (scheduled or
+	// leased; dead letters do not count) is left untouched and its result
+	// carries ErrExists. Results are in the order of timers. The returned
+	// error is for the call as a whole (store unreachable, ...): then nothing
+	// may be reported as written.
+	//
+	// When a scheduled timer becomes the earliest of its topic the store
+	// notifies Subscribe listeners of the topic.
+	Schedule(ctx context.Context, topic string, timers []NewTimer, mode ScheduleMode) ([]ScheduleResult, error)
+
+	// Claim leases up to max timers of the topic that are due now (due time,
+	// or expired lease deadline, <= store now), oldest first, atomically and
+	// in one round trip. Each claimed timer gets lease deadline = store now +
+	// lease, a fresh lease token and attempt = previous attempt + 1. Ids in the
+	// due index that have no payload (orphans) are removed, not returned.
+	// The result also carries the instant the topic's next timer (scheduled
+	// or leased) becomes claimable, if any, so a worker knows how long it may
+	// sleep.
+	Claim(ctx context.Context, topic string, max int, lease time.Duration) (*ClaimResult, error)
+
+	// Settle applies the outcome of handled timers in one round trip: ack
+	// (delete), retry/snooze/release (schedule again after Delay), or move to
+	// the dead-letter set. Each is fenced by its lease token; a refused one
+	// gets ErrLeaseLost in its slot of the result and changes nothing.
+	Settle(ctx context.Context, topic string, ops []Settlement) ([]error, error)
+
+	// Extend pushes the lease deadline of claimed timers to store now + lease,
+	// fenced by token. A lost lease gets ErrLeaseLost in its slot. The tokens
+	// stay valid (Extend does not change them).
+	Extend(ctx context.Context, topic string, leases []Lease, lease time.Duration) ([]error, error)
+
+	// Cancel deletes a scheduled or leased timer (not a dead letter).
+	// ErrNotFound when absent.
+	Cancel(ctx context.Context, topic, id string) error
+
+	// Get returns one scheduled or leased timer, or ErrNotFound.
+	Get(ctx context.Context, topic, id string) (*TimerInfo, error)
+
+	// List returns scheduled and leased timers ordered by the instant they
+	// become claimable (due time, or lease deadline while leased), then id.
+	// Paging: pass the previous page's NextCursor in ListOptions.Cursor.
+	List(ctx context.Context, topic string, opts ListOptions) (*Page, error)
+
+	// Count counts a topic's timers by state.
+	Count(ctx context.Context, topic string) (Counts, error)
+
+	// Topics lists the topics that hold at least one timer or dead letter,
+	// sorted.
+	Topics(ctx context.Context) ([]string, error)
+
+	// ListDead returns a topic's dead letters, oldest death first, paged like
+	// List.
+	ListDead(ctx context.Context, topic string, opts ListOptions) (*DeadPage, error)
+
+	// ReplayDead moves dead letters back to scheduled, due at once, attempt
+	// counter reset to 0. ids == nil replays all of the topic's dead letters.
+	// It returns how many were moved. An id that is not a dead letter is
+	// skipped (not an error); if a live timer with that id exists, the dead
+	// letter is not replayed over it and stays dead.
+	ReplayDead(ctx context.Context, topic string, ids []string) (int, error)
+
+	// PurgeDead deletes dead letters; ids == nil deletes all of the topic's.
+	// It returns how many were deleted.
+	PurgeDead(ctx context.Context, topic string, ids []string) (int, error)
+
+	// Subscribe returns a channel that receives a value when a timer of the
+	// topic is scheduled that may be earlier than what a sleeping worker knows
+	// about. The value is the new timer's due time (zero if unknown). The
+	// channel has a buffer and the store drops notifications rather than
+	// block: a receiver must treat a notification as "claim now or re-check
+	// the sleep", and keep a fallback poll. cancel releases the subscription;
+	// it is safe to call more than once. The subscription is active when
+	// Subscribe returns.
+	Subscribe(ctx context.Context, topic string) (ch <-chan time.Time, cancel func(), err error)
+
+	// Ping checks that the store is reachable.
+	Ping(ctx context.Context) error
+
+	// Close releases what the driver itself opened (subscriptions, files). It
+	// never closes a client the caller passed in.
+	Close() error
+}
+
+// ScheduleMode says what Schedule does with an id that exists.
+type ScheduleMode int
+
+const (
+	// Upsert overwrites an existing timer (reschedule, new payload).
+	Upsert ScheduleMode = iota
+	// IfAbsent leaves an existing timer untouched and reports ErrExists.
+	IfAbsent
+)
+
+// NewTimer is a timer to schedule. Exactly one of At and Delay is used: At if
+// it is not the zero time, else Delay (>= 0) added to the store's clock.
+type NewTimer struct {
+	ID      string
+	At      time.Time
+	Delay   time.Duration
+	Payload []byte
+}
+
+// ScheduleResult is the outcome of one NewTimer.
+type ScheduleResult struct {
+	// Due is the due time as stored (rounded up to the store's precision).
+	Due time.Time
+	// Err is nil, or ErrExists in IfAbsent mode.
+	Err error
+}
+
+// ClaimResult is what Claim returns.
+type ClaimResult struct {
+	Timers []ClaimedTimer
+	// Next is when the topic's earliest remaining timer becomes claimable
+	// (may be in the past if more are due than max). Zero when the topic is
+	// empty.
+	Next time.Time
+	// Now is the store's clock at the claim.
+	Now time.Time
+}
+
+// ClaimedTimer is a timer leased to the caller.
+type ClaimedTimer struct {
+	ID string
+	// Token fences Settle and Extend.
+	Token string
+	// Due is the time the timer was scheduled for (before any lease). Stores
+	// that cannot keep it (the faststream-compatible layout) report the
+	// instant the timer became claimable.
+	Due time.Time
+	// Attempt counts claims since the timer was (re)scheduled: 1 on the first
+	// delivery. Stores that cannot count (compatible layout) report 1.
+	Attempt int
+	// LeaseUntil is the lease deadline on the store's clock.
+	LeaseUntil time.Time
+	Payload    []byte
+}
+
+// Lease names a claimed timer and its token.
+type Lease struct {
+	ID    string
+	Token string
+}
+
+// SettleKind is what to do with a handled timer.
+type SettleKind int
+
+const (
+	// Ack deletes the timer.
+	Ack SettleKind = iota
+	// Retry schedules the timer again at store now + Delay; the attempt
+	// counter is kept (the failed attempt counts). Error is kept as the last
+	// error text where the store can.
+	Retry
+	// Snooze schedules the timer again at store now + Delay and gives back
+	// the attempt the claim counted, so a snooze is not a failure. Release at
+	// shutdown is Snooze with Delay 0.
+	Snooze
+	// Dead moves the timer to the topic's dead-letter set with Reason and
+	// Error.
+	Dead
+)
+
+// String returns the kind's name.
+func (k SettleKind) String() string {
+	switch k {
+	case Ack:
+		return "ack"
+	case Retry:
+		return "retry"
+	case Snooze:
+		return "snooze"
+	case Dead:
+		return "dead"
+	}
+	return "unknown"
+}
+
+// Dead-letter reasons used by ontime.
+const (
+	ReasonMaxAttempts = "max_attempts" // the retry policy gave up
+	ReasonRejected    = "rejected"     // the handler asked for it
+	ReasonUndecodable = "undecodable"  // the stored envelope does not decode
+)
+
+// Settlement is one outcome passed to Settle.
+type Settlement struct {
+	Lease
+	Kind SettleKind
+	// Delay for Retry and Snooze (>= 0).
+	Delay time.Duration
+	// Reason for Dead (see the Reason constants; free text allowed).
+	Reason string
+	// Error is the last error text, for Retry and Dead. Stores may truncate
+	// it to 1 KiB.
+	Error string
+}
+
+// State is where a timer is.
+type State string
+
+const (
+	// StateScheduled: waiting for its due time, or due and not yet claimed.
+	StateScheduled State = "scheduled"
+	// StateLeased: claimed by a worker whose lease has not expired.
+	StateLeased State = "leased"
+)
+
+// TimerInfo is a stored timer as Get and List see it.
+type TimerInfo struct {
+	ID string
+	// Due is the scheduled due time (compatible layout: the instant the timer
+	// becomes claimable, which is the lease deadline while leased).
+	Due   time.Time
+	State State
+	// LeaseUntil is the lease deadline while leased, else zero.
+	LeaseUntil time.Time
+	// Attempt is the number of claims since the timer was (re)scheduled.
+	Attempt int
+	// LastError is the error text of the last failed attempt, if the store
+	// keeps it.
+	LastError string
+	Payload   []byte
+}
+
+// DeadLetter is a timer in a topic's dead-letter set.
+type DeadLetter struct {
+	ID      string
+	Due     time.Time // the due time it had
+	DiedAt  time.Time
+	Attempt int
+	Reason  string
+	Error   string
+	Payload []byte
+}
+
+// ListOptions pages List and ListDead.
+type ListOptions struct {
+	// Before, if not zero, keeps only timers claimable before this instant
+	// (List) or that died before it (ListDead).
+	Before time.Time
+	// Limit is the page size; 0 means 100. Drivers cap it at 1000.
+	Limit int
+	// Cursor is the previous page's NextCursor; empty for the first page.
+	// Cursors are opaque.
+	Cursor string
+}
+
+// Page is a page of List.
+type Page struct {
+	Timers []TimerInfo
+	// NextCursor is empty on the last page.
+	NextCursor string
+}
+
+// DeadPage is a page of ListDead.
+type DeadPage struct {
+	Dead       []DeadLetter
+	NextCursor string
+}
+
+// Counts counts a topic's timers.
+type Counts struct {
+	Scheduled int64 // includes due-but-unclaimed and expired leases
+	Leased    int64 // live leases
+	Dead      int64
+}
