@@ -329,3 +329,13 @@ type Counts struct {
 	Leased    int64 // live leases
 	Dead      int64
 }
+
+// LegacyPayloads is implemented by drivers whose payloads may have been
+// written by other programs (the faststream-compatible Redis layout). When
+// AcceptsLegacyPayloads reports true, the library decodes payloads with the
+// lenient envelope.Decode (legacy JSON forms, raw bodies); otherwise with the
+// strict envelope.DecodeBinary, and a payload that does not decode is
+// dead-lettered with ReasonUndecodable.
+type LegacyPayloads interface {
+	AcceptsLegacyPayloads() bool
+}
