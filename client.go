@@ -1,0 +1,557 @@
+package ontime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ontime-go/ontime/envelope"
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Config configures a Client. The zero value (or nil) means the defaults.
+type Config struct {
+	// Prefix is glued in front of every topic this Client and its Workers
+	// touch, with no separator (the faststream convention: prefix
+	// "billing:" and topic "invoices" give the full topic
+	// "billing:invoices"). Default "".
+	Prefix string
+	// Logger receives the library's logs. Default slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes refuses publishes whose encoded envelope is larger.
+	// Default 1 MiB; negative means no limit.
+	MaxBodyBytes int
+}
+
+// Client publishes, cancels and inspects timers on one store. It is safe
+// for concurrent use. Workers are built from a Client with NewWorker.
+type Client struct {
+	drv     ontimedriver.Driver
+	prefix  string
+	log     *slog.Logger
+	maxBody int
+	lenient bool
+}
+
+// NewClient returns a Client on the store behind d. The Client does not own
+// d: closing d is the caller's job, after every Worker has stopped.
+func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
+	if d == nil {
+		return nil, invalidf("NewClient: driver is nil")
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Prefix != "" {
+		// The prefix must itself be a valid topic fragment.
+		if err := ontimedriver.ValidateTopic(c.Prefix); err != nil {
+			return nil, fmt.Errorf("Config.Prefix: %w", err)
+		}
+	}
+	lp, ok := d.(ontimedriver.LegacyPayloads)
+	return &Client{
+		drv:     d,
+		prefix:  c.Prefix,
+		log:     c.Logger,
+		maxBody: c.MaxBodyBytes,
+		lenient: ok && lp.AcceptsLegacyPayloads(),
+	}, nil
+}
+
+// Driver returns the store the Client was built on.
+func (c *Client) Driver() ontimedriver.Driver { return c.drv }
+
+// fullTopic applies the client prefix and validates the result.
+func (c *Client) fullTopic(topic string) (string, error) {
+	if topic == "" {
+		return "", invalidf("topic is empty")
+	}
+	full := c.prefix + topic
+	if err := ontimedriver.ValidateTopic(full); err != nil {
+		return "", err
+	}
+	return full, nil
+}
+
+// Timer is one timer for PublishBatch. Exactly one of Delay and At may be
+// set; neither means due now.
+type Timer struct {
+	// ID is the timer's id; empty means a random UUID.
+	ID string
+	// Body is the message: a string (sent as text/plain), a []byte (raw, no
+	// content type), nil (no body), a json.RawMessage (sent as is, as JSON)
+	// or any other value, which is marshalled as compact JSON.
+	Body any
+	// Delay from now (the store's clock). Must not be negative.
+	Delay time.Duration
+	// At is an absolute due time; one in the past fires at once.
+	At time.Time
+	// Headers are user headers. They are written in key order.
+	Headers map[string]string
+	// CorrelationID defaults to the timer id.
+	CorrelationID string
+}
+
+// PublishOption tunes one Publish call.
+type PublishOption func(*Timer, *publishMode)
+
+type publishMode struct {
+	ifAbsent bool
+	delaySet bool
+}
+
+// In makes the timer due d from now, on the store's clock. A negative d is
+// refused.
+func In(d time.Duration) PublishOption {
+	return func(t *Timer, m *publishMode) { t.Delay = d; m.delaySet = true }
+}
+
+// At makes the timer due at the instant t. An instant in the past fires at
+// once.
+func At(at time.Time) PublishOption {
+	return func(t *Timer, _ *publishMode) { t.At = at }
+}
+
+// WithID sets the timer id. Publishing an id that exists reschedules that
+// timer and replaces its body (unless IfAbsent).
+func WithID(id string) PublishOption {
+	return func(t *Timer, _ *publishMode) { t.ID = id }
+}
+
+// WithHeaders adds user headers to the message.
+func WithHeaders(h map[string]string) PublishOption {
+	return func(t *Timer, _ *publishMode) {
+		if t.Headers == nil {
+			t.Headers = make(map[string]string, len(h))
+		}
+		for k, v := range h {
+			t.Headers[k] = v
+		}
+	}
+}
+
+// WithHeader adds one user header to the message.
+func WithHeader(key, value string) PublishOption {
+	return WithHeaders(map[string]string{key: value})
+}
+
+// WithCorrelationID sets the correlation id (default: the timer id).
+func WithCorrelationID(id string) PublishOption {
+	return func(t *Timer, _ *publishMode) { t.CorrelationID = id }
+}
+
+// IfAbsent makes Publish refuse to overwrite a timer that exists: it returns
+// ErrExists and writes nothing.
+func IfAbsent() PublishOption {
+	return func(_ *Timer, m *publishMode) { m.ifAbsent = true }
+}
+
+// Publish schedules body for delivery to topic and returns the timer id.
+// Without In or At the timer is due at once.
+func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...PublishOption) (string, error) {
+	t := Timer{Body: body}
+	var m publishMode
+	for _, o := range opts {
+		o(&t, &m)
+	}
+	if m.delaySet && !t.At.IsZero() {
+		return "", invalidf("both a delay (In) and an instant (At) were given; use one")
+	}
+	res, err := c.publish(ctx, topic, []Timer{t}, m.ifAbsent)
+	if err != nil {
+		return "", err
+	}
+	return res[0].ID, res[0].Err
+}
+
+// PublishResult is the outcome of one timer of PublishBatch.
+type PublishResult struct {
+	ID  string
+	Due time.Time
+	// Err is nil, ErrExists (with IfAbsent), or the reason this timer was
+	// refused.
+	Err error
+}
+
+// BatchOption tunes PublishBatch.
+type BatchOption func(*publishMode)
+
+// BatchIfAbsent makes PublishBatch leave existing ids untouched; their
+// results carry ErrExists.
+func BatchIfAbsent() BatchOption { return func(m *publishMode) { m.ifAbsent = true } }
+
+// PublishBatch schedules many timers on one topic in one store round trip
+// (large batches are split into chunks of a few hundred). Every timer is
+// validated first: if any is invalid, the call returns an error naming it
+// and writes nothing. Results are in the order of timers.
+func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer, opts ...BatchOption) ([]PublishResult, error) {
+	var m publishMode
+	for _, o := range opts {
+		o(&m)
+	}
+	return c.publish(ctx, topic, timers, m.ifAbsent)
+}
+
+const publishChunk = 500
+
+func (c *Client) publish(ctx context.Context, topic string, timers []Timer, ifAbsent bool) ([]PublishResult, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	nts := make([]ontimedriver.NewTimer, len(timers))
+	out := make([]PublishResult, len(timers))
+	for i := range timers {
+		nt, err := c.encodeTimer(&timers[i])
+		if err != nil {
+			if len(timers) > 1 {
+				return nil, fmt.Errorf("timer %d: %w", i, err)
+			}
+			return nil, err
+		}
+		nts[i] = nt
+		out[i].ID = nt.ID
+	}
+	mode := ontimedriver.Upsert
+	if ifAbsent {
+		mode = ontimedriver.IfAbsent
+	}
+	for start := 0; start < len(nts); start += publishChunk {
+		end := min(start+publishChunk, len(nts))
+		res, err := c.drv.Schedule(ctx, full, nts[start:end], mode)
+		if err != nil {
+			if start > 0 {
+				return nil, fmt.Errorf("ontime: publish to %q: the first %d timers were written, the rest were not: %w", full, start, err)
+			}
+			return nil, fmt.Errorf("ontime: publish to %q: %w", full, err)
+		}
+		for i, r := range res {
+			out[start+i].Due = r.Due
+			out[start+i].Err = r.Err
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
+	if t.Delay < 0 {
+		return ontimedriver.NewTimer{}, invalidf("delay %s is negative", t.Delay)
+	}
+	if t.Delay > 0 && !t.At.IsZero() {
+		return ontimedriver.NewTimer{}, invalidf("both a delay and an instant were given; use one")
+	}
+	id := t.ID
+	if id == "" {
+		id = uuid.NewString()
+	} else if err := ontimedriver.ValidateID(id); err != nil {
+		return ontimedriver.NewTimer{}, err
+	}
+	body, ct, err := encodeBody(t.Body)
+	if err != nil {
+		return ontimedriver.NewTimer{}, err
+	}
+	corr := t.CorrelationID
+	if corr == "" {
+		corr = id
+	}
+	var hs []envelope.Header
+	if len(t.Headers) > 0 {
+		keys := make([]string, 0, len(t.Headers))
+		for k := range t.Headers {
+			if k == "" {
+				return ontimedriver.NewTimer{}, invalidf("a header key is empty")
+			}
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		hs = make([]envelope.Header, len(keys))
+		for i, k := range keys {
+			hs[i] = envelope.Header{Key: k, Value: t.Headers[k]}
+		}
+	}
+	payload, err := envelope.AppendEncode(make([]byte, 0, 64+len(body)+len(corr)), corr, ct, hs, body)
+	if err != nil {
+		return ontimedriver.NewTimer{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if c.maxBody > 0 && len(payload) > c.maxBody {
+		return ontimedriver.NewTimer{}, invalidf("message is %d bytes encoded, the limit is %d", len(payload), c.maxBody)
+	}
+	return ontimedriver.NewTimer{ID: id, At: t.At, Delay: t.Delay, Payload: payload}, nil
+}
+
+// encodeBody follows the faststream writer: text → text/plain, bytes → no
+// content type, anything else → compact JSON without HTML escaping.
+func encodeBody(body any) ([]byte, string, error) {
+	switch b := body.(type) {
+	case nil:
+		return nil, "", nil
+	case string:
+		return []byte(b), envelope.ContentTypeText, nil
+	case []byte:
+		return b, "", nil
+	case json.RawMessage:
+		if !json.Valid(b) {
+			return nil, "", invalidf("body is a json.RawMessage that is not valid JSON")
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b); err != nil {
+			return nil, "", invalidf("body: %v", err)
+		}
+		return buf.Bytes(), envelope.ContentTypeJSON, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, "", invalidf("body of type %T does not marshal to JSON: %v", body, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), envelope.ContentTypeJSON, nil
+}
+
+// Cancel deletes a scheduled or leased timer. It returns ErrNotFound when
+// there is none.
+func (c *Client) Cancel(ctx context.Context, topic, id string) error {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return err
+	}
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return err
+	}
+	return c.drv.Cancel(ctx, full, id)
+}
+
+// State is where a timer is.
+type State = ontimedriver.State
+
+// Timer states.
+const (
+	StateScheduled = ontimedriver.StateScheduled
+	StateLeased    = ontimedriver.StateLeased
+)
+
+// TimerInfo is a stored timer as Get and List show it.
+type TimerInfo struct {
+	ID    string
+	Topic string
+	// Due is the time the timer is scheduled for.
+	Due   time.Time
+	State State
+	// LeaseUntil is the lease deadline while a worker holds the timer.
+	LeaseUntil time.Time
+	// Attempt counts deliveries since the timer was (re)scheduled.
+	Attempt   int
+	LastError string
+	// CorrelationID, ContentType and Headers come from the envelope; Headers
+	// holds the user headers (not correlation_id or content-type).
+	CorrelationID string
+	ContentType   string
+	Headers       map[string]string
+	Body          []byte
+	// DecodeError is set when the stored envelope does not decode; Body
+	// then holds the raw stored bytes.
+	DecodeError string
+}
+
+func (c *Client) info(topic string, ti *ontimedriver.TimerInfo) TimerInfo {
+	out := TimerInfo{
+		ID: ti.ID, Topic: topic, Due: ti.Due, State: ti.State, LeaseUntil: ti.LeaseUntil,
+		Attempt: ti.Attempt, LastError: ti.LastError,
+	}
+	env, err := c.decode(ti.Payload)
+	if err != nil {
+		out.Body = ti.Payload
+		out.DecodeError = err.Error()
+		return out
+	}
+	out.CorrelationID, out.ContentType, out.Headers = splitHeaders(env)
+	out.Body = env.Body
+	return out
+}
+
+func (c *Client) decode(payload []byte) (*envelope.Message, error) {
+	if c.lenient {
+		return envelope.Decode(payload)
+	}
+	return envelope.DecodeBinary(payload)
+}
+
+// splitHeaders separates the well-known headers from user headers.
+func splitHeaders(env *envelope.Message) (corr, ct string, user map[string]string) {
+	for _, h := range env.Headers {
+		switch h.Key {
+		case "correlation_id":
+			corr = h.Value
+		case "content-type":
+			ct = h.Value
+		default:
+			if user == nil {
+				user = make(map[string]string, len(env.Headers))
+			}
+			user[h.Key] = h.Value
+		}
+	}
+	return corr, ct, user
+}
+
+// Get returns one scheduled or leased timer, or ErrNotFound.
+func (c *Client) Get(ctx context.Context, topic, id string) (*TimerInfo, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return nil, err
+	}
+	ti, err := c.drv.Get(ctx, full, id)
+	if err != nil {
+		return nil, err
+	}
+	info := c.info(topic, ti)
+	return &info, nil
+}
+
+// ListOptions pages List and DeadLetters.
+type ListOptions = ontimedriver.ListOptions
+
+// TimerPage is a page of List.
+type TimerPage struct {
+	Timers []TimerInfo
+	// NextCursor goes into ListOptions.Cursor for the next page; empty on
+	// the last page.
+	NextCursor string
+}
+
+// List returns a topic's timers ordered by when they become due (a leased
+// timer by its lease deadline), paged.
+func (c *Client) List(ctx context.Context, topic string, opts ListOptions) (*TimerPage, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 {
+		return nil, invalidf("limit %d is negative", opts.Limit)
+	}
+	p, err := c.drv.List(ctx, full, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &TimerPage{Timers: make([]TimerInfo, len(p.Timers)), NextCursor: p.NextCursor}
+	for i := range p.Timers {
+		out.Timers[i] = c.info(topic, &p.Timers[i])
+	}
+	return out, nil
+}
+
+// Counts counts a topic's timers by state.
+type Counts = ontimedriver.Counts
+
+// Count counts a topic's timers.
+func (c *Client) Count(ctx context.Context, topic string) (Counts, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return Counts{}, err
+	}
+	return c.drv.Count(ctx, full)
+}
+
+// Topics lists the topics under the Client's prefix that hold timers or
+// dead letters, without the prefix, sorted.
+func (c *Client) Topics(ctx context.Context) ([]string, error) {
+	all, err := c.drv.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0:0]
+	for _, t := range all {
+		if rest, ok := strings.CutPrefix(t, c.prefix); ok && rest != "" {
+			out = append(out, rest)
+		}
+	}
+	return out, nil
+}
+
+// DeadLetter is a timer that was given up on.
+type DeadLetterInfo struct {
+	ID        string
+	Topic     string
+	Due       time.Time
+	DiedAt    time.Time
+	Attempt   int
+	Reason    string
+	LastError string
+
+	CorrelationID string
+	ContentType   string
+	Headers       map[string]string
+	Body          []byte
+	DecodeError   string
+}
+
+// DeadLetterPage is a page of DeadLetters.
+type DeadLetterPage struct {
+	Dead       []DeadLetterInfo
+	NextCursor string
+}
+
+// DeadLetters lists a topic's dead letters, oldest first, paged.
+func (c *Client) DeadLetters(ctx context.Context, topic string, opts ListOptions) (*DeadLetterPage, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.drv.ListDead(ctx, full, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &DeadLetterPage{Dead: make([]DeadLetterInfo, len(p.Dead)), NextCursor: p.NextCursor}
+	for i, d := range p.Dead {
+		di := DeadLetterInfo{ID: d.ID, Topic: topic, Due: d.Due, DiedAt: d.DiedAt, Attempt: d.Attempt, Reason: d.Reason, LastError: d.Error}
+		if env, err := c.decode(d.Payload); err != nil {
+			di.Body, di.DecodeError = d.Payload, err.Error()
+		} else {
+			di.CorrelationID, di.ContentType, di.Headers = splitHeaders(env)
+			di.Body = env.Body
+		}
+		out.Dead[i] = di
+	}
+	return out, nil
+}
+
+// ReplayDeadLetters moves dead letters back to scheduled, due at once, with
+// their attempt counters reset. No ids means all of the topic's. It returns
+// how many were replayed; an id that is not a dead letter, or whose id is
+// in use by a live timer, is skipped.
+func (c *Client) ReplayDeadLetters(ctx context.Context, topic string, ids ...string) (int, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return 0, err
+	}
+	return c.drv.ReplayDead(ctx, full, ids)
+}
+
+// PurgeDeadLetters deletes dead letters; no ids means all of the topic's.
+func (c *Client) PurgeDeadLetters(ctx context.Context, topic string, ids ...string) (int, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return 0, err
+	}
+	return c.drv.PurgeDead(ctx, full, ids)
+}
+
+// Ping checks that the store is reachable.
+func (c *Client) Ping(ctx context.Context) error { return c.drv.Ping(ctx) }

@@ -1,0 +1,94 @@
+package ontime
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrNotFound: no timer (or dead letter) with that id in that topic.
+	ErrNotFound = ontimedriver.ErrNotFound
+	// ErrExists: a publish with IfAbsent found the id already scheduled or
+	// leased; nothing was written.
+	ErrExists = ontimedriver.ErrExists
+	// ErrLeaseLost: a manual Ack/Nack/Reject came too late: the lease
+	// expired and another worker holds the timer, or the timer was
+	// re-published or cancelled meanwhile. Nothing was changed.
+	ErrLeaseLost = ontimedriver.ErrLeaseLost
+	// ErrInvalid is wrapped by every error about a bad argument (empty topic,
+	// negative delay, both a delay and an instant, ...).
+	ErrInvalid = ontimedriver.ErrInvalid
+	// ErrStopped: the worker was stopped, or Run was called twice.
+	ErrStopped = errors.New("ontime: worker stopped")
+	// ErrAlreadySettled: a manual settle on a message that was settled
+	// already.
+	ErrAlreadySettled = errors.New("ontime: message already settled")
+)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// outcome is what a handler's returned error asks for. Handlers build one
+// with Snooze, Reject, DeadLetter or RetryAfter.
+type outcome struct {
+	kind  outcomeKind
+	delay time.Duration
+	err   error
+}
+
+type outcomeKind int
+
+const (
+	outcomeSnooze outcomeKind = iota + 1
+	outcomeReject
+	outcomeDead
+	outcomeRetryAfter
+)
+
+func (o *outcome) Error() string {
+	switch o.kind {
+	case outcomeSnooze:
+		return fmt.Sprintf("ontime: snooze %s", o.delay)
+	case outcomeReject:
+		return fmt.Sprintf("ontime: rejected: %v", o.err)
+	case outcomeDead:
+		return fmt.Sprintf("ontime: dead-lettered: %v", o.err)
+	default:
+		return fmt.Sprintf("ontime: retry after %s: %v", o.delay, o.err)
+	}
+}
+
+func (o *outcome) Unwrap() error { return o.err }
+
+// Snooze, returned from a handler, reschedules the timer to now + d without
+// counting a failed attempt. The body and id are kept.
+func Snooze(d time.Duration) error {
+	if d < 0 {
+		d = 0
+	}
+	return &outcome{kind: outcomeSnooze, delay: d}
+}
+
+// Reject, returned from a handler, drops the timer: it is deleted and never
+// retried. err (may be nil) is logged.
+func Reject(err error) error { return &outcome{kind: outcomeReject, err: err} }
+
+// DeadLetter, returned from a handler, moves the timer to its topic's
+// dead-letter set at once (reason "rejected"), where it can be listed,
+// replayed or purged. err (may be nil) is kept as the last error.
+func DeadLetter(err error) error { return &outcome{kind: outcomeDead, err: err} }
+
+// RetryAfter, returned from a handler, counts a failed attempt like any
+// error but retries after d instead of the retry policy's backoff. Past the
+// policy's MaxAttempts the timer is dead-lettered as usual.
+func RetryAfter(d time.Duration, err error) error {
+	if d < 0 {
+		d = 0
+	}
+	return &outcome{kind: outcomeRetryAfter, delay: d, err: err}
+}

@@ -1,0 +1,142 @@
+package ontime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ontime-go/ontime/envelope"
+)
+
+// HandlerFunc handles one due timer. It returns nil to ack (delete) the
+// timer, an error to retry it later by the topic's RetryPolicy, or one of
+// Snooze, Reject, DeadLetter and RetryAfter. A panic counts as an error. ctx
+// is cancelled when the worker's lease on the timer is lost or a shutdown
+// runs out of time.
+type HandlerFunc[T any] func(ctx context.Context, m *Message[T]) error
+
+// TopicOptions tunes the handling of one topic. Zero fields take the
+// Worker's defaults (WorkerConfig.Defaults), whose zero fields take the
+// values given here.
+type TopicOptions struct {
+	// MaxConcurrency is the most handlers of this topic running at once in
+	// this worker. Default 10.
+	MaxConcurrency int
+	// Lease is how long a claimed timer is held before another worker may
+	// take it. The heartbeat extends it while the handler runs. Default 30s.
+	Lease time.Duration
+	// PollInterval is the longest a worker sleeps without asking the store,
+	// as a fallback to wake-up notifications. Default 1s. Publishers that do
+	// not notify (faststream-redis-timers) are seen within this interval.
+	PollInterval time.Duration
+	// Retry is the retry policy for failed handlers.
+	Retry RetryPolicy
+	// DisableHeartbeat turns off lease extension: a handler that outlives
+	// its lease is then delivered again elsewhere (at least once).
+	DisableHeartbeat bool
+	// ClaimBatch caps how many timers one claim takes. Default 256 (never
+	// more than the free handler slots).
+	ClaimBatch int
+}
+
+func (o TopicOptions) merge(def TopicOptions) TopicOptions {
+	if o.MaxConcurrency == 0 {
+		o.MaxConcurrency = def.MaxConcurrency
+	}
+	if o.Lease == 0 {
+		o.Lease = def.Lease
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = def.PollInterval
+	}
+	if o.Retry == (RetryPolicy{}) {
+		o.Retry = def.Retry
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = def.ClaimBatch
+	}
+	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
+	return o
+}
+
+func (o TopicOptions) withDefaults() TopicOptions {
+	return o.merge(TopicOptions{MaxConcurrency: 10, Lease: 30 * time.Second, PollInterval: time.Second, ClaimBatch: 256})
+}
+
+func (o TopicOptions) validate() error {
+	switch {
+	case o.MaxConcurrency < 0:
+		return invalidf("TopicOptions.MaxConcurrency is %d; it must be > 0", o.MaxConcurrency)
+	case o.Lease < 10*time.Millisecond:
+		return invalidf("TopicOptions.Lease is %s; it must be >= 10ms", o.Lease)
+	case o.PollInterval < time.Millisecond:
+		return invalidf("TopicOptions.PollInterval is %s; it must be >= 1ms", o.PollInterval)
+	case o.ClaimBatch < 0:
+		return invalidf("TopicOptions.ClaimBatch is %d; it must be > 0", o.ClaimBatch)
+	}
+	o.Retry = o.Retry.withDefaults()
+	return o.Retry.validate()
+}
+
+// Registrar is where handlers are registered: a *Worker or a *Router.
+type Registrar interface {
+	register(topic string, h rawHandler, opts *TopicOptions) error
+}
+
+// rawHandler runs the user's handler for one delivery. It returns
+// errUndecodable (wrapped) when the body does not decode into T.
+type rawHandler func(ctx context.Context, d *delivery, env *envelope.Message) error
+
+type undecodableError struct{ err error }
+
+func (e *undecodableError) Error() string { return "body does not decode: " + e.err.Error() }
+func (e *undecodableError) Unwrap() error { return e.err }
+
+// Handle registers h for topic on r. Bodies are decoded into T: []byte
+// gets the raw body, string the text, json.RawMessage the JSON as is, any
+// other type is unmarshalled from JSON (an empty body leaves T's zero
+// value). A body that does not decode into T is dead-lettered with reason
+// "undecodable" without calling h. opts may be nil.
+//
+// Handle must be called before the Worker runs. Registering a topic twice
+// is an error.
+func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptions) error {
+	if h == nil {
+		return invalidf("Handle %q: handler is nil", topic)
+	}
+	decode := bodyDecoder[T]()
+	raw := func(ctx context.Context, d *delivery, env *envelope.Message) error {
+		m := &Message[T]{
+			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
+			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
+		}
+		m.CorrelationID, m.ContentType, m.Headers = splitHeaders(env)
+		if err := decode(env.Body, &m.Body); err != nil {
+			return &undecodableError{err}
+		}
+		return h(ctx, m)
+	}
+	return r.register(topic, raw, opts)
+}
+
+func bodyDecoder[T any]() func([]byte, *T) error {
+	var zero T
+	switch any(&zero).(type) {
+	case *[]byte:
+		return func(b []byte, out *T) error { *any(out).(*[]byte) = b; return nil }
+	case *string:
+		return func(b []byte, out *T) error { *any(out).(*string) = string(b); return nil }
+	case *json.RawMessage:
+		return func(b []byte, out *T) error { *any(out).(*json.RawMessage) = b; return nil }
+	}
+	return func(b []byte, out *T) error {
+		if len(b) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("into %T: %w", *out, err)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,69 @@
+package ontime
+
+import (
+	"context"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// heartbeat extends the leases of running handlers, all of a topic's in one
+// store call every Lease/3. A lease found lost cancels its handler's
+// context; the handler's result is then not acked.
+func (r *runner) heartbeat() {
+	defer close(r.hbDone)
+	if r.opts.DisableHeartbeat {
+		<-r.hctx.Done()
+		return
+	}
+	interval := r.opts.Lease / 3
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var (
+		ds     []*delivery
+		leases []ontimedriver.Lease
+	)
+	for {
+		select {
+		case <-r.hctx.Done():
+			return
+		case <-t.C:
+		}
+		ds, leases = ds[:0], leases[:0]
+		r.mu.Lock()
+		for d := range r.inflight {
+			if !d.settled.Load() {
+				ds = append(ds, d)
+				leases = append(leases, ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token})
+			}
+		}
+		r.mu.Unlock()
+		if len(leases) == 0 {
+			continue
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(r.hctx, interval)
+		res, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
+		cancel()
+		if err != nil {
+			if r.hctx.Err() == nil {
+				r.w.health.fail("extend", err)
+			}
+			continue
+		}
+		r.w.health.ok()
+		next := start.Add(r.opts.Lease).UnixNano()
+		for i, e := range res {
+			d := ds[i]
+			switch {
+			case e == nil:
+				d.deadline.Store(next)
+			case isLeaseLost(e) && !d.settled.Load():
+				d.lost.Store(true)
+				d.cancel()
+				r.w.log.Warn("ontime: lease lost (another worker holds the timer, or it was re-published); cancelling the handler",
+					"topic", r.topic, "id", d.t.ID)
+			}
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package ontime
+
+import (
+	"context"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Message is what a handler receives: one due timer, its body decoded into
+// T.
+type Message[T any] struct {
+	// ID is the timer id.
+	ID string
+	// Topic is the full topic (Client prefix and Router prefixes applied).
+	Topic string
+	// Body is the decoded body: for T = []byte the raw bytes, for T =
+	// string the text, otherwise the body unmarshalled from JSON.
+	Body T
+	// Raw is the body as stored.
+	Raw []byte
+	// Headers are the user headers (not correlation_id or content-type).
+	Headers       map[string]string
+	CorrelationID string
+	ContentType   string
+	// Due is the time the timer was scheduled for.
+	Due time.Time
+	// Attempt is 1 on the first delivery and grows with each retry.
+	Attempt int
+	// LeaseUntil is the lease deadline at claim time (the heartbeat extends
+	// it while the handler runs).
+	LeaseUntil time.Time
+
+	d *delivery
+}
+
+// Ack deletes the timer now. The handler's return value is then ignored.
+// It returns ErrLeaseLost if another worker holds the timer or it was
+// re-published meanwhile (the new timer is kept), and ErrAlreadySettled on a
+// second call.
+func (m *Message[T]) Ack(ctx context.Context) error {
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack})
+}
+
+// Nack counts a failed attempt now: the timer is retried after the retry
+// policy's backoff, or dead-lettered past MaxAttempts. The handler's return
+// value is then ignored.
+func (m *Message[T]) Nack(ctx context.Context, err error) error {
+	return m.d.settleNow(ctx, m.d.failure(err, -1))
+}
+
+// Reject drops the timer now: it is deleted and never retried.
+func (m *Message[T]) Reject(ctx context.Context, err error) error {
+	m.d.r.logReject(m.d, err)
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack})
+}
+
+// DeadLetter moves the timer to the topic's dead letters now.
+func (m *Message[T]) DeadLetter(ctx context.Context, err error) error {
+	return m.d.settleNow(ctx, deadSettlement(ontimedriver.ReasonRejected, err))
+}
+
+// Snooze reschedules the timer to now + d without counting a failure.
+func (m *Message[T]) Snooze(ctx context.Context, d time.Duration) error {
+	if d < 0 {
+		d = 0
+	}
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: d})
+}
+
+func deadSettlement(reason string, err error) ontimedriver.Settlement {
+	s := ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: reason}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	return s
+}

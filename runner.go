@@ -1,0 +1,419 @@
+package ontime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ontime-go/ontime/envelope"
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// runner serves one topic in one Worker: a claim loop (this file), a settle
+// batcher (settler.go) and a lease heartbeat (heartbeat.go).
+type runner struct {
+	w     *Worker
+	drv   ontimedriver.Driver
+	topic string
+	h     rawHandler
+	opts  TopicOptions
+
+	slots chan struct{} // a token per running handler
+
+	// stopClaims is closed to stop the claim loop; claimDone when it has.
+	stopClaims chan struct{}
+	claimDone  chan struct{}
+	// hctx is the parent of every handler context; cancelled when a
+	// shutdown runs out of time.
+	hctx       context.Context
+	cancelHctx context.CancelFunc
+	forced     atomic.Bool
+	handlers   sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[*delivery]struct{}
+
+	settler  settler
+	hbDone   chan struct{}
+	finished chan struct{}
+}
+
+func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
+	r := &runner{
+		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
+		slots:      make(chan struct{}, o.MaxConcurrency),
+		stopClaims: make(chan struct{}),
+		claimDone:  make(chan struct{}),
+		inflight:   map[*delivery]struct{}{},
+		hbDone:     make(chan struct{}),
+		finished:   make(chan struct{}),
+	}
+	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
+	r.settler.init(r)
+	return r
+}
+
+func (r *runner) start() {
+	go r.settler.run()
+	go r.heartbeat()
+	go r.claimLoop()
+}
+
+// stop performs the graceful stop of this topic; see Worker.Stop.
+func (r *runner) stop(ctx context.Context) error {
+	defer close(r.finished)
+	close(r.stopClaims)
+	<-r.claimDone
+
+	var err error
+	allDone := make(chan struct{})
+	go func() { r.handlers.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		err = ctx.Err()
+		r.forced.Store(true)
+		r.cancelHctx()
+		// Handlers that ignore their context are abandoned after a grace
+		// period: their leases expire and the timers are delivered again.
+		select {
+		case <-allDone:
+		case <-time.After(2 * time.Second):
+			r.w.log.Warn("ontime: handlers did not return after cancellation; their timers will be redelivered when the lease expires", "topic", r.topic)
+		}
+	}
+	r.cancelHctx()
+	<-r.hbDone
+	r.settler.close()
+	return err
+}
+
+func (r *runner) stopping() bool {
+	select {
+	case <-r.stopClaims:
+		return true
+	default:
+		return false
+	}
+}
+
+// claimLoop claims due timers while handler slots are free and sleeps until
+// the topic's next due instant, a wake-up notification or the poll interval,
+// whichever comes first.
+func (r *runner) claimLoop() {
+	defer close(r.claimDone)
+	var (
+		wake      <-chan time.Time
+		unsub     func()
+		subRetry  time.Time
+		backoff   time.Duration
+		offset    time.Duration // store clock - local clock, from the last claim
+		sleepTmr  = time.NewTimer(time.Hour)
+		ctx, stop = context.WithCancel(context.Background())
+	)
+	defer stop()
+	go func() {
+		select {
+		case <-r.stopClaims:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		if unsub != nil {
+			unsub()
+		}
+	}()
+	sleepTmr.Stop()
+
+	for {
+		if unsub == nil && !time.Now().Before(subRetry) {
+			ch, cancel, err := r.drv.Subscribe(ctx, r.topic)
+			if err != nil {
+				if r.stopping() {
+					return
+				}
+				// Polling still works; try again later.
+				subRetry = time.Now().Add(time.Second)
+				r.w.health.fail("subscribe", err)
+			} else {
+				wake, unsub = ch, cancel
+			}
+		}
+
+		// Wait for at least one free handler slot.
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.stopClaims:
+			return
+		}
+		n := 1
+		for n < r.opts.ClaimBatch && n < r.opts.MaxConcurrency {
+			select {
+			case r.slots <- struct{}{}:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+
+		res, err := r.drv.Claim(ctx, r.topic, n, r.opts.Lease)
+		if err != nil {
+			r.releaseSlots(n)
+			if r.stopping() {
+				return
+			}
+			r.w.health.fail("claim", err)
+			backoff = nextBackoff(backoff)
+			if !r.sleep(backoff) {
+				return
+			}
+			continue
+		}
+		backoff = 0
+		r.w.health.ok()
+		localNow := time.Now()
+		offset = res.Now.Sub(localNow)
+		r.releaseSlots(n - len(res.Timers))
+		for i := range res.Timers {
+			r.dispatch(&res.Timers[i], localNow, res.Now)
+		}
+		if len(res.Timers) == n {
+			continue // maybe more are due
+		}
+
+		// Nothing more is due now: sleep until the next due instant.
+		wait := r.opts.PollInterval
+		if !res.Next.IsZero() {
+			if d := res.Next.Sub(res.Now); d < wait {
+				wait = d
+			}
+		}
+		if wait <= 0 {
+			if len(res.Timers) > 0 {
+				continue
+			}
+			wait = time.Millisecond // guard against a spin on inconsistent data
+		}
+		deadline := localNow.Add(wait)
+		for {
+			d := time.Until(deadline)
+			if d <= 0 {
+				break
+			}
+			sleepTmr.Reset(d)
+			select {
+			case <-sleepTmr.C:
+				continue
+			case due, ok := <-wake:
+				if !sleepTmr.Stop() {
+					<-sleepTmr.C
+				}
+				if !ok {
+					// The driver closed the subscription; resubscribe.
+					wake, unsub = nil, nil
+					deadline = time.Now()
+					continue
+				}
+				local := due.Add(-offset)
+				if due.IsZero() || local.Before(deadline) {
+					deadline = local
+				}
+			case <-r.stopClaims:
+				sleepTmr.Stop()
+				return
+			}
+		}
+	}
+}
+
+// sleep waits d, or until the claim loop stops (false).
+func (r *runner) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.stopClaims:
+		return false
+	}
+}
+
+// nextBackoff grows the outage back-off: 50ms doubling to 5s, with ±50%
+// jitter so that many workers do not return in step.
+func nextBackoff(prev time.Duration) time.Duration {
+	const lo, hi = 50 * time.Millisecond, 5 * time.Second
+	d := prev * 2
+	if d < lo {
+		d = lo
+	}
+	if d > hi {
+		d = hi
+	}
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+func (r *runner) releaseSlots(n int) {
+	for range n {
+		<-r.slots
+	}
+}
+
+// delivery is one claimed timer while this worker holds it.
+type delivery struct {
+	r       *runner
+	t       ontimedriver.ClaimedTimer
+	ctx     context.Context
+	cancel  context.CancelFunc
+	settled atomic.Bool
+	lost    atomic.Bool
+	// deadline is the lease deadline on the local clock.
+	deadline atomic.Int64
+}
+
+func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, localNow, storeNow time.Time) {
+	d := &delivery{r: r, t: *t}
+	d.deadline.Store(localNow.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
+	d.ctx, d.cancel = context.WithCancel(r.hctx)
+	r.mu.Lock()
+	r.inflight[d] = struct{}{}
+	r.mu.Unlock()
+	r.handlers.Add(1)
+	go r.process(d)
+}
+
+func (r *runner) process(d *delivery) {
+	defer func() {
+		d.cancel()
+		r.mu.Lock()
+		delete(r.inflight, d)
+		r.mu.Unlock()
+		<-r.slots
+		r.handlers.Done()
+	}()
+	if r.stopping() {
+		// Claimed but not started: hand it back, due at once, without
+		// counting the attempt.
+		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
+		return
+	}
+	var env *envelope.Message
+	var err error
+	if r.w.client.lenient {
+		env, err = envelope.Decode(d.t.Payload)
+	} else {
+		env, err = envelope.DecodeBinary(d.t.Payload)
+	}
+	if err != nil {
+		r.w.log.Error("ontime: stored envelope does not decode; dead-lettering it", "topic", r.topic, "id", d.t.ID, "err", err)
+		d.settleAsync(deadSettlement(ontimedriver.ReasonUndecodable, err))
+		return
+	}
+	err = r.call(d, env)
+	if d.settled.Load() {
+		return // settled by hand
+	}
+	if d.lost.Load() {
+		r.w.log.Warn("ontime: lease lost while the handler ran; its result is not acked", "topic", r.topic, "id", d.t.ID)
+		return
+	}
+	d.settleAsync(r.settlementFor(d, err))
+}
+
+// call runs the handler, turning a panic into an error.
+func (r *runner) call(d *delivery, env *envelope.Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			r.w.log.Error("ontime: handler panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p), "stack", string(stack))
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return r.h(d.ctx, d, env)
+}
+
+// settlementFor maps a handler's result to what happens to the timer.
+func (r *runner) settlementFor(d *delivery, err error) ontimedriver.Settlement {
+	if err == nil {
+		return ontimedriver.Settlement{Kind: ontimedriver.Ack}
+	}
+	var o *outcome
+	if errors.As(err, &o) {
+		switch o.kind {
+		case outcomeSnooze:
+			return ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: o.delay}
+		case outcomeReject:
+			r.logReject(d, o.err)
+			return ontimedriver.Settlement{Kind: ontimedriver.Ack}
+		case outcomeDead:
+			return deadSettlement(ontimedriver.ReasonRejected, o.err)
+		case outcomeRetryAfter:
+			return d.failure(o.err, o.delay)
+		}
+	}
+	var ue *undecodableError
+	if errors.As(err, &ue) {
+		r.w.log.Error("ontime: message body does not decode; dead-lettering it", "topic", r.topic, "id", d.t.ID, "err", err)
+		return deadSettlement(ontimedriver.ReasonUndecodable, err)
+	}
+	if r.forced.Load() && d.ctx.Err() != nil {
+		// Cancelled by a shutdown that ran out of time: due again at once,
+		// and the attempt does not count.
+		return ontimedriver.Settlement{Kind: ontimedriver.Snooze}
+	}
+	return d.failure(err, -1)
+}
+
+// failure counts a failed attempt: retry after delay (the policy's backoff
+// when delay < 0), or dead-letter past MaxAttempts.
+func (d *delivery) failure(err error, delay time.Duration) ontimedriver.Settlement {
+	p := d.r.opts.Retry
+	text := "unknown error"
+	if err != nil {
+		text = err.Error()
+	}
+	if p.exhausted(d.t.Attempt) {
+		d.r.w.log.Warn("ontime: giving up after the last attempt; dead-lettering", "topic", d.r.topic, "id", d.t.ID, "attempt", d.t.Attempt, "err", text)
+		return ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonMaxAttempts, Error: text}
+	}
+	if delay < 0 {
+		delay = p.Backoff(d.t.Attempt)
+	}
+	d.r.w.log.Debug("ontime: handler failed; retrying", "topic", d.r.topic, "id", d.t.ID, "attempt", d.t.Attempt, "retry_in", delay.String(), "err", text)
+	return ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: delay, Error: text}
+}
+
+func (r *runner) logReject(d *delivery, err error) {
+	r.w.log.Info("ontime: handler rejected the message; dropping it", "topic", r.topic, "id", d.t.ID, "err", err)
+}
+
+// settleAsync queues the outcome for the batcher.
+func (d *delivery) settleAsync(s ontimedriver.Settlement) {
+	if d.settled.Swap(true) {
+		return
+	}
+	s.Lease = ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token}
+	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load()})
+}
+
+// settleNow applies a manual outcome and waits for the store's answer.
+func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement) error {
+	if d.settled.Swap(true) {
+		return ErrAlreadySettled
+	}
+	s.Lease = ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token}
+	reply := make(chan error, 1)
+	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load(), reply: reply})
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,271 @@
+package ontime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// WorkerConfig configures a Worker. The zero value (or nil) means the
+// defaults.
+type WorkerConfig struct {
+	// Logger defaults to the Client's.
+	Logger *slog.Logger
+	// ShutdownTimeout bounds the graceful stop Run performs when its context
+	// is cancelled: handlers get this long to finish before their contexts
+	// are cancelled. Default 15s. (Stop takes its bound from its context.)
+	ShutdownTimeout time.Duration
+	// Defaults applies to every topic for the fields its TopicOptions leave
+	// zero.
+	Defaults TopicOptions
+}
+
+// Worker runs handlers for topics. Register handlers with Handle (on the
+// Worker or a Router of it), then call Run. Any number of Workers, in any
+// number of processes, may serve the same topics: each due timer is leased
+// to one of them at a time.
+type Worker struct {
+	client *Client
+	log    *slog.Logger
+	cfg    WorkerConfig
+	health healthTracker
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	order   []*runner
+	state   int // 0 new, 1 running, 2 stopping, 3 stopped
+	stopped chan struct{}
+	done    chan struct{}
+	stopErr error
+}
+
+// NewWorker returns a Worker on c's store.
+func NewWorker(c *Client, cfg *WorkerConfig) *Worker {
+	var wc WorkerConfig
+	if cfg != nil {
+		wc = *cfg
+	}
+	if wc.Logger == nil {
+		wc.Logger = c.log
+	}
+	if wc.ShutdownTimeout == 0 {
+		wc.ShutdownTimeout = 15 * time.Second
+	}
+	wc.Defaults = wc.Defaults.withDefaults()
+	w := &Worker{
+		client:  c,
+		log:     wc.Logger,
+		cfg:     wc,
+		runners: map[string]*runner{},
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	w.health.init(w.log)
+	return w
+}
+
+func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error {
+	full, err := w.client.fullTopic(topic)
+	if err != nil {
+		return fmt.Errorf("Handle: %w", err)
+	}
+	var o TopicOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.merge(w.cfg.Defaults)
+	if err := o.validate(); err != nil {
+		return fmt.Errorf("Handle %q: %w", full, err)
+	}
+	o.Retry = o.Retry.withDefaults()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != 0 {
+		return fmt.Errorf("Handle %q: the worker is already running", full)
+	}
+	if _, dup := w.runners[full]; dup {
+		return fmt.Errorf("%w: Handle: topic %q already has a handler", ErrInvalid, full)
+	}
+	r := newRunner(w, full, h, o)
+	w.runners[full] = r
+	w.order = append(w.order, r)
+	return nil
+}
+
+// Router namespaces topics: handlers registered through it get prefix
+// glued in front of their topic (after the Client's prefix).
+type Router struct {
+	w      *Worker
+	prefix string
+}
+
+// Router returns a Router that registers on w with prefix.
+func (w *Worker) Router(prefix string) *Router { return &Router{w: w, prefix: prefix} }
+
+// Router returns a nested Router: its prefix follows r's.
+func (r *Router) Router(prefix string) *Router { return &Router{w: r.w, prefix: r.prefix + prefix} }
+
+func (r *Router) register(topic string, h rawHandler, opts *TopicOptions) error {
+	if topic == "" {
+		return invalidf("Handle: topic is empty")
+	}
+	return r.w.register(r.prefix+topic, h, opts)
+}
+
+// Run serves the registered topics until ctx is cancelled or Stop is called,
+// then stops gracefully (see Stop; when ctx ends, handlers get
+// WorkerConfig.ShutdownTimeout to finish). It returns nil after a graceful
+// stop, or the error that prevented it from starting.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	switch {
+	case w.state != 0:
+		w.mu.Unlock()
+		return fmt.Errorf("%w: Run called twice", ErrStopped)
+	case len(w.order) == 0:
+		w.mu.Unlock()
+		return invalidf("Run: no handlers registered")
+	}
+	w.state = 1
+	runners := append([]*runner(nil), w.order...)
+	w.mu.Unlock()
+	defer close(w.done)
+
+	for _, r := range runners {
+		r.start()
+	}
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownTimeout)
+		defer cancel()
+		w.shutdown(sctx)
+	case <-w.stopped:
+	}
+	// Either path ends with every runner shut down.
+	for _, r := range runners {
+		<-r.finished
+	}
+	return nil
+}
+
+// Stop stops the worker gracefully, like http.Server.Shutdown: it stops
+// claiming, hands claimed timers whose handlers have not started back to the
+// store (due at once), and waits for running handlers until ctx ends. Then
+// it cancels the handlers' contexts; a timer whose handler was cancelled and
+// returned an error is due again at once, neither lost nor acked. Stop
+// returns ctx's error if handlers had to be cancelled, nil otherwise, and
+// waits for Run to return. Calling Stop on a Worker that is not running
+// marks it stopped.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if w.state == 0 {
+		w.state = 3
+		close(w.stopped)
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	err := w.shutdown(ctx)
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
+}
+
+// shutdown runs the graceful stop once; later callers wait for it.
+func (w *Worker) shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	if w.state >= 2 {
+		w.mu.Unlock()
+		<-w.stopped
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.stopErr
+	}
+	w.state = 2
+	runners := append([]*runner(nil), w.order...)
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(runners))
+	for i, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.stop(ctx)
+		}()
+	}
+	wg.Wait()
+	w.mu.Lock()
+	w.state = 3
+	if errors.Join(errs...) != nil {
+		w.stopErr = ctx.Err()
+	}
+	err := w.stopErr
+	w.mu.Unlock()
+	close(w.stopped)
+	return err
+}
+
+// Health is a Worker's view of its store.
+type Health struct {
+	// Healthy is false while the store is unreachable.
+	Healthy bool
+	// Since is when Healthy last changed.
+	Since time.Time
+	// LastError is the error that made the worker unhealthy.
+	LastError string
+}
+
+// Health reports whether the worker currently reaches its store.
+func (w *Worker) Health() Health { return w.health.get() }
+
+type healthTracker struct {
+	mu  sync.Mutex
+	log *slog.Logger
+	h   Health
+}
+
+func (t *healthTracker) init(log *slog.Logger) {
+	t.log = log
+	t.h = Health{Healthy: true, Since: time.Now()}
+}
+
+func (t *healthTracker) get() Health {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.h
+}
+
+// fail records a store error; it logs only on the change of state.
+func (t *healthTracker) fail(op string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.h.LastError = err.Error()
+	if t.h.Healthy {
+		t.h.Healthy = false
+		t.h.Since = time.Now()
+		t.log.Error("ontime: store unreachable; backing off", "op", op, "err", err)
+	}
+}
+
+func (t *healthTracker) ok() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.h.Healthy {
+		t.log.Info("ontime: store reachable again", "down_for", time.Since(t.h.Since).Round(time.Millisecond).String())
+		t.h = Health{Healthy: true, Since: time.Now()}
+	}
+}
+
+// isLeaseLost reports whether err is the store refusing a fenced call.
+func isLeaseLost(err error) bool { return errors.Is(err, ontimedriver.ErrLeaseLost) }
