@@ -1,0 +1,46 @@
+# The README's commands. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+GO ?= go
+STATICCHECK_VERSION ?= 2026.2.2
+
+# Every module of the workspace (go.work), or the root module alone.
+MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
+
+.PHONY: test deps lint fmt-check vet staticcheck race fuzz bench serve
+
+## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
+test: deps lint race
+
+## deps: redis-server from Debian's packages when it is missing (tests start their own on a free port).
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (Debian package)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
+	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is still missing"; exit 1; }
+
+lint: fmt-check vet staticcheck
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+staticcheck:
+	@command -v staticcheck >/dev/null 2>&1 || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@SC=$$(command -v staticcheck || echo $$($(GO) env GOPATH)/bin/staticcheck); \
+	for m in $(MODULES); do (cd $$m && $$SC ./...) || exit 1; done
+
+race:
+	@for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -timeout 15m ./...) || exit 1; done
+
+## fuzz: a short run of every fuzz target (go test -fuzz), 30s each.
+fuzz:
+	@for f in $$($(GO) test -list 'Fuzz.*' ./envelope | grep ^Fuzz); do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 30s ./envelope || exit 1; done
+
+## bench: the Go benchmarks of the library and drivers.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
