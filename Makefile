@@ -1,7 +1,7 @@
 # The README's commands. `make test` is what CI runs (.ci/run).
 SHELL := /bin/bash
 GO ?= go
-STATICCHECK_VERSION ?= 2026.2.2
+STATICCHECK_VERSION ?= v0.8.2
 
 # Every module of the workspace (go.work), or the root module alone.
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)

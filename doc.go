@@ -1,0 +1,67 @@
+// Package ontime provides distributed timers and delayed messages: publish a
+// message to a topic to be delivered in a duration or at an instant, and run
+// handlers for topics in any number of worker processes. Each due timer is
+// leased to exactly one worker at a time, delivered at least once, close to
+// its due time and never before it, and removed only after its handler
+// succeeds; a crashed worker's timers come back when their lease expires.
+//
+// # Stores
+//
+// A [Client] works on a store driver (package ontimedriver): Redis
+// (ontimedriver/ontimeredis, native layout or the faststream-redis-timers
+// compatible layout) or the embedded, single-machine bbolt store
+// (ontimedriver/ontimebolt). The caller owns the driver and its client.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	drv, err := ontimeredis.New(rdb, nil)
+//	client, err := ontime.NewClient(drv, nil)
+//
+// # Publishing
+//
+// [Client.Publish] schedules one message and returns its id; [In] and [At]
+// set the due time, [WithID] a caller-chosen id (publishing an id that
+// exists reschedules it and replaces its body; [IfAbsent] refuses instead,
+// with [ErrExists]), [WithHeaders] and [WithCorrelationID] the envelope.
+// [Client.PublishBatch] writes many timers in one store round trip.
+//
+//	id, err := client.Publish(ctx, "invoices", Invoice{ID: 42}, ontime.In(30*24*time.Hour))
+//
+// Timers are inspected and managed with [Client.Get], [Client.List],
+// [Client.Count], [Client.Topics] and [Client.Cancel]; dead letters with
+// [Client.DeadLetters], [Client.ReplayDeadLetters] and
+// [Client.PurgeDeadLetters].
+//
+// # Handling
+//
+// A [Worker] runs handlers registered with [Handle]. The body is decoded into
+// the handler's type parameter: []byte for raw bytes, string for text, any
+// other type from JSON. A handler returns nil to ack, an error to retry after
+// the topic's [RetryPolicy] backoff (dead-lettered past MaxAttempts), or
+// [Snooze], [Reject], [DeadLetter] or [RetryAfter]. [Message] also has manual
+// Ack, Nack, Reject, DeadLetter and Snooze methods.
+//
+//	w := ontime.NewWorker(client, nil)
+//	ontime.Handle(w, "invoices", func(ctx context.Context, m *ontime.Message[Invoice]) error {
+//		return send(ctx, m.Body)
+//	}, &ontime.TopicOptions{MaxConcurrency: 20})
+//	err := w.Run(ctx) // until ctx is cancelled; or call w.Stop(ctx)
+//
+// A worker sleeps until its topic's next due instant, is woken by the store
+// when an earlier timer is published, and polls only as a fallback
+// (TopicOptions.PollInterval), so an idle worker makes one store call per
+// poll interval. While a handler runs, its lease is extended (heartbeat); if
+// the lease is lost its context is cancelled and its result is not acked.
+//
+// # Guarantees
+//
+// Delivery is at least once. A timer is deleted only by an ack fenced with
+// its lease token, so a handler that re-publishes its own id keeps the new
+// timer, and a worker whose lease expired cannot delete what another worker
+// now holds. What can duplicate: a timer whose handler finished but whose
+// ack did not reach the store before the lease expired (worker crash, store
+// outage longer than the lease, a handler that outlives its lease with the
+// heartbeat disabled). What cannot be lost: a timer whose Publish returned
+// nil stays in the store until an ack, a reject, a cancel or a re-publish of
+// its id (with the embedded store, on disk; with Redis, as durable as the
+// Redis persistence settings make it).
+package ontime
