@@ -1,0 +1,4 @@
+// Command ontime is the ontime server and CLI. See package cli.
+package main
+
+func main() {}
