@@ -1,0 +1,279 @@
+package ontimebolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Claim leases up to limit claimable timers, oldest first. See
+// ontimedriver.Driver.
+//
+// A timer whose stored record is damaged is not returned: Claim moves it to
+// the dead letters with reason ReasonCorrupt (its raw bytes as the payload)
+// and logs it, so one bad record cannot stall a topic.
+func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.Duration) (*ontimedriver.ClaimResult, error) {
+	if lease <= 0 {
+		return nil, fmt.Errorf("%w: lease %v is not positive", ontimedriver.ErrInvalid, lease)
+	}
+	var (
+		res         *ontimedriver.ClaimResult
+		quarantined []string
+	)
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		now := time.Now()
+		nowUs := floorMicros(now)
+		res = &ontimedriver.ClaimResult{Now: fromMicros(nowUs)}
+		quarantined = nil
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+
+		// Collect first, write after: writing while a cursor walks the same
+		// bucket can make it skip keys.
+		type candidate struct {
+			key []byte
+			id  string
+			rec record
+			bad error  // the record does not decode
+			raw []byte // the damaged record
+		}
+		var (
+			cands  []candidate
+			stale  [][]byte
+			leased int
+		)
+		c := tb.queue.Cursor()
+		for k, _ := c.First(); k != nil && leased < limit; k, _ = c.Next() {
+			ts, idb, ok := splitKey(k)
+			if !ok {
+				stale = append(stale, bytes.Clone(k))
+				continue
+			}
+			if ts > nowUs {
+				break
+			}
+			id := string(idb)
+			raw := tb.timers.Get(idb)
+			if raw == nil {
+				stale = append(stale, bytes.Clone(k)) // orphan: no record
+				continue
+			}
+			rec, err := decodeRecord(id, raw)
+			if err != nil {
+				cands = append(cands, candidate{key: bytes.Clone(k), id: id, bad: err, raw: bytes.Clone(raw)})
+				continue
+			}
+			if rec.claimable() != ts {
+				stale = append(stale, bytes.Clone(k)) // not the record's entry
+				continue
+			}
+			cands = append(cands, candidate{key: bytes.Clone(k), id: id, rec: rec})
+			leased++
+		}
+		for _, k := range stale {
+			if err := tb.queue.Delete(k); err != nil {
+				return err
+			}
+		}
+
+		deadline := addMicros(now, lease)
+		res.Timers = make([]ontimedriver.ClaimedTimer, 0, leased)
+		for _, c := range cands {
+			if c.bad != nil {
+				ts, _, _ := splitKey(c.key)
+				if err := tb.removeDamagedTimer(c.id); err != nil {
+					return err
+				}
+				err := tb.bury(c.id, &deadRecord{
+					due:     ts,
+					diedAt:  nowUs,
+					reason:  ReasonCorrupt,
+					errText: c.bad.Error(),
+					payload: c.raw,
+				})
+				if err != nil {
+					return err
+				}
+				quarantined = append(quarantined, c.id+": "+c.bad.Error())
+				continue
+			}
+			rec := c.rec
+			if err := tb.unindex(c.id, &rec); err != nil {
+				return err
+			}
+			seq, err := tb.root.NextSequence()
+			if err != nil {
+				return err
+			}
+			rec.token, rec.leaseUntil, rec.attempt = seq, deadline, rec.attempt+1
+			if err := tb.putTimer(c.id, &rec); err != nil {
+				return err
+			}
+			res.Timers = append(res.Timers, ontimedriver.ClaimedTimer{
+				ID:         c.id,
+				Token:      formatToken(seq),
+				Due:        fromMicros(rec.due),
+				Attempt:    int(rec.attempt),
+				LeaseUntil: fromMicros(deadline),
+				Payload:    bytes.Clone(rec.payload),
+			})
+		}
+		if next, ok := tb.head(); ok {
+			res.Next = fromMicros(next)
+		}
+		return tb.flush()
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range quarantined {
+		d.log.Error("ontimebolt: damaged timer record moved to the dead letters",
+			"path", d.path, "topic", topic, "timer", q, "reason", ReasonCorrupt)
+	}
+	return res, nil
+}
+
+// Settle applies handled timers' outcomes, each fenced by its lease token.
+// See ontimedriver.Driver.
+func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
+	var (
+		results []error
+		w       wake
+	)
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		results = make([]error, len(ops))
+		w = wake{}
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil {
+			return err
+		}
+		if tb == nil {
+			for i := range results {
+				results[i] = ontimedriver.ErrLeaseLost
+			}
+			return nil
+		}
+		w.start(tb)
+		now := time.Now()
+		nowUs := floorMicros(now)
+		for i, op := range ops {
+			rec, err := tb.fenced(op.Lease)
+			if err != nil {
+				results[i] = err
+				continue
+			}
+			switch op.Kind {
+			case ontimedriver.Ack:
+				err = tb.removeTimer(op.ID, &rec)
+			case ontimedriver.Retry, ontimedriver.Snooze:
+				if err := tb.unindex(op.ID, &rec); err != nil {
+					return err
+				}
+				rec.token, rec.leaseUntil = 0, 0
+				rec.due = addMicros(now, op.Delay)
+				if op.Kind == ontimedriver.Snooze {
+					rec.attempt -= min(rec.attempt, 1)
+				} else if op.Error != "" {
+					rec.lastError = truncateError(op.Error)
+				}
+				err = tb.putTimer(op.ID, &rec)
+			case ontimedriver.Dead:
+				if err := tb.removeTimer(op.ID, &rec); err != nil {
+					return err
+				}
+				errText := rec.lastError
+				if op.Error != "" {
+					errText = truncateError(op.Error)
+				}
+				err = tb.bury(op.ID, &deadRecord{
+					due:     rec.due,
+					diedAt:  nowUs,
+					attempt: rec.attempt,
+					reason:  op.Reason,
+					errText: errText,
+					payload: rec.payload,
+				})
+			default:
+				results[i] = fmt.Errorf("%w: unknown settle kind %d", ontimedriver.ErrInvalid, int(op.Kind))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		w.finish(tb)
+		return tb.flush()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.fire {
+		d.notify(topic, w.at)
+	}
+	return results, nil
+}
+
+// Extend pushes lease deadlines to now + lease, fenced by token. See
+// ontimedriver.Driver.
+func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver.Lease, lease time.Duration) ([]error, error) {
+	if lease <= 0 {
+		return nil, fmt.Errorf("%w: lease %v is not positive", ontimedriver.ErrInvalid, lease)
+	}
+	var results []error
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		results = make([]error, len(leases))
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil {
+			return err
+		}
+		if tb == nil {
+			for i := range results {
+				results[i] = ontimedriver.ErrLeaseLost
+			}
+			return nil
+		}
+		deadline := addMicros(time.Now(), lease)
+		for i, l := range leases {
+			rec, err := tb.fenced(l)
+			if err != nil {
+				results[i] = err
+				continue
+			}
+			if err := tb.unindex(l.ID, &rec); err != nil {
+				return err
+			}
+			rec.leaseUntil = deadline
+			if err := tb.putTimer(l.ID, &rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// fenced loads the timer a lease names, or returns ErrLeaseLost when the
+// token is not the timer's current one.
+func (tb *topicBuckets) fenced(l ontimedriver.Lease) (record, error) {
+	rec, found, err := tb.getTimer(l.ID)
+	if !found {
+		return rec, ontimedriver.ErrLeaseLost
+	}
+	if err != nil {
+		return rec, err
+	}
+	tok, ok := parseToken(l.Token)
+	if !ok || !rec.leased() || rec.token != tok {
+		return rec, ontimedriver.ErrLeaseLost
+	}
+	return rec, nil
+}

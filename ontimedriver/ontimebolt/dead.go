@@ -1,0 +1,164 @@
+package ontimebolt
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// ListDead pages through a topic's dead letters, oldest death first. See
+// ontimedriver.Driver.
+func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.ListOptions) (*ontimedriver.DeadPage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(opts.Limit)
+	if err != nil {
+		return nil, err
+	}
+	after, err := decodeCursor(opts.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	before := beforeMicros(opts.Before)
+	page := &ontimedriver.DeadPage{}
+	err = d.view(func(tx *bbolt.Tx) error {
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		var last []byte
+		c := tb.deadIdx.Cursor()
+		for k := seekAfter(c, after); k != nil; k, _ = c.Next() {
+			ts, idb, ok := splitKey(k)
+			if !ok {
+				continue
+			}
+			if ts >= before {
+				break
+			}
+			id := string(idb)
+			rec, found, err := tb.getDead(id)
+			if err != nil {
+				return err
+			}
+			if !found || rec.diedAt != ts {
+				continue
+			}
+			if len(page.Dead) == limit {
+				page.NextCursor = encodeCursor(last)
+				break
+			}
+			page.Dead = append(page.Dead, ontimedriver.DeadLetter{
+				ID:      id,
+				Due:     fromMicros(rec.due),
+				DiedAt:  fromMicros(rec.diedAt),
+				Attempt: int(rec.attempt),
+				Reason:  rec.reason,
+				Error:   rec.errText,
+				Payload: bytes.Clone(rec.payload),
+			})
+			last = bytes.Clone(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// deadIDs returns the ids to work on: the given ones, or all of the topic's
+// dead letters when ids is nil.
+func deadIDs(tb *topicBuckets, ids []string) []string {
+	if ids != nil {
+		return ids
+	}
+	all := []string{}
+	c := tb.dead.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		all = append(all, string(k))
+	}
+	return all
+}
+
+// ReplayDead moves dead letters back to scheduled, due now, attempt 0. The
+// last error text is kept. See ontimedriver.Driver.
+func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (int, error) {
+	var (
+		n int
+		w wake
+	)
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		n, w = 0, wake{}
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		w.start(tb)
+		nowUs := floorMicros(time.Now())
+		for _, id := range deadIDs(tb, ids) {
+			dead, found, err := tb.getDead(id)
+			if !found || err != nil {
+				continue // a damaged dead letter cannot be replayed; PurgeDead removes it
+			}
+			if tb.timers.Get([]byte(id)) != nil {
+				continue // a live timer has the id: the dead letter stays
+			}
+			if err := tb.removeDead(id, &dead); err != nil {
+				return err
+			}
+			rec := record{due: nowUs, lastError: dead.errText, payload: dead.payload}
+			if err := tb.putTimer(id, &rec); err != nil {
+				return err
+			}
+			tb.dn++
+			n++
+		}
+		w.finish(tb)
+		return tb.flush()
+	})
+	if err != nil {
+		return 0, err
+	}
+	if w.fire {
+		d.notify(topic, w.at)
+	}
+	return n, nil
+}
+
+// PurgeDead deletes dead letters. See ontimedriver.Driver.
+func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int, error) {
+	var n int
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		n = 0
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		for _, id := range deadIDs(tb, ids) {
+			dead, found, err := tb.getDead(id)
+			switch {
+			case !found:
+				continue
+			case err != nil:
+				err = tb.removeDamagedDead(id)
+			default:
+				err = tb.removeDead(id, &dead)
+			}
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return tb.flush()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}

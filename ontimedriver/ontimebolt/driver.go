@@ -1,0 +1,218 @@
+package ontimebolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+var _ ontimedriver.Driver = (*Driver)(nil)
+
+// Driver is the embedded store. It is safe for concurrent use. Create it with
+// Open and release it with Close.
+type Driver struct {
+	path     string
+	db       *bbolt.DB
+	log      *slog.Logger
+	maxBatch int
+
+	// Write calls go through one writer goroutine that groups them into
+	// shared transactions (see writer).
+	reqs       chan *request
+	quit       chan struct{}
+	writerDone chan struct{}
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+
+	subMu      sync.Mutex
+	subs       map[string]map[*subscription]struct{}
+	subsClosed bool
+}
+
+// Path returns the file the driver keeps its timers in.
+func (d *Driver) Path() string { return d.path }
+
+// Ping reports whether the driver is open and its file readable.
+func (d *Driver) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.view(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			return corruptError(d.path, "bucket %q is missing", bucketMeta)
+		}
+		return nil
+	})
+}
+
+// Close stops the writer (a write call already handed to it finishes
+// first), closes every Subscribe channel and closes the file. Later calls
+// return ontimedriver.ErrClosed; a second Close returns nil.
+func (d *Driver) Close() error {
+	var err error
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		close(d.quit)
+		<-d.writerDone
+		d.closeSubscriptions()
+		if cerr := d.db.Close(); cerr != nil {
+			err = fmt.Errorf("ontimebolt: close %s: %w", d.path, cerr)
+		}
+	})
+	return err
+}
+
+// view runs fn in a read transaction. A panic from a damaged page (bbolt
+// panics on some, and a page pointing outside the file faults) becomes an
+// error wrapping ErrCorrupt.
+func (d *Driver) view(fn func(tx *bbolt.Tx) error) (err error) {
+	if d.closed.Load() {
+		return ontimedriver.ErrClosed
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = d.panicError(r)
+		}
+	}()
+	err = d.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ontimedriver.ErrClosed
+	}
+	return err
+}
+
+func (d *Driver) panicError(r any) error {
+	err := corruptError(d.path, "reading the file failed: %v", r)
+	d.log.Error("ontimebolt: panic while accessing the store file; the file is probably damaged",
+		"path", d.path, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	return err
+}
+
+// A request is one write call waiting for the writer.
+type request struct {
+	ctx context.Context
+	// fn runs inside the shared transaction. It may run more than once
+	// (when another call in the batch fails and the batch is redone), so it
+	// must set its results from scratch each time and do nothing outside
+	// the transaction.
+	fn   func(tx *bbolt.Tx) error
+	done chan error
+}
+
+// write hands fn to the writer and waits for the commit (and its fsync).
+// Once the writer has taken the request, write waits for the outcome even if
+// ctx ends, so that an error always means nothing was written.
+func (d *Driver) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.closed.Load() {
+		return ontimedriver.ErrClosed
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case d.reqs <- r:
+	case <-d.quit:
+		return ontimedriver.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+// writer is the group commit loop. It takes one request, then every request
+// already waiting (up to MaxBatch), and runs them in one transaction: one
+// commit and one fsync for all. A lone caller pays one fsync and no added
+// delay; under load, callers that arrive during a commit share the next one.
+func (d *Driver) writer() {
+	defer close(d.writerDone)
+	debug.SetPanicOnFault(true)
+	batch := make([]*request, 0, d.maxBatch)
+	for {
+		select {
+		case r := <-d.reqs:
+			batch = append(batch[:0], r)
+		case <-d.quit:
+			return
+		}
+	gather:
+		for len(batch) < d.maxBatch {
+			select {
+			case r := <-d.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		d.runBatch(batch)
+		clear(batch)
+	}
+}
+
+// runBatch commits a batch. A call whose fn fails is taken out and answered
+// with its error, and the rest are redone in a fresh transaction, so one bad
+// call never fails or half-applies another.
+func (d *Driver) runBatch(batch []*request) {
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	for len(live) > 0 {
+		failed, failErr := -1, error(nil)
+		err := d.update(func(tx *bbolt.Tx) error {
+			for i, r := range live {
+				if err := d.call(r.fn, tx); err != nil {
+					failed, failErr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			live[failed].done <- failErr
+			live = append(live[:failed], live[failed+1:]...)
+			continue
+		}
+		if err != nil {
+			d.log.Error("ontimebolt: commit failed", "path", d.path, "err", err)
+			err = fmt.Errorf("ontimebolt: %s: commit: %w", d.path, err)
+		}
+		for _, r := range live {
+			r.done <- err
+		}
+		return
+	}
+}
+
+func (d *Driver) call(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = d.panicError(r)
+		}
+	}()
+	return fn(tx)
+}
+
+func (d *Driver) update(fn func(*bbolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = d.panicError(r)
+		}
+	}()
+	return d.db.Update(fn)
+}

@@ -1,0 +1,295 @@
+package ontimebolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Open opens the store in the file at path, creating it if it does not
+// exist. opts may be nil.
+//
+// The file is locked for this Driver: if another process (or another
+// Driver) holds it, Open fails within Options.LockTimeout with an error
+// wrapping ErrLocked. A file that is not an ontimebolt store, is truncated or
+// damaged fails with an error wrapping ErrCorrupt; both name the file.
+func Open(path string, opts *Options) (*Driver, error) {
+	o := opts.withDefaults()
+	start := time.Now()
+	if err := precheck(path, o.LockTimeout); err != nil {
+		return nil, err
+	}
+	// The lock was free a moment ago; give bbolt what is left of the wait.
+	timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
+	db, err := openBolt(path, o.FileMode, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{
+		path:       path,
+		db:         db,
+		log:        o.Logger,
+		maxBatch:   o.MaxBatch,
+		reqs:       make(chan *request),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		subs:       make(map[string]map[*subscription]struct{}),
+	}
+	if err := d.initLayout(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if o.CheckOnOpen {
+		if err := d.deepCheck(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	go d.writer()
+	return d, nil
+}
+
+// openBolt opens the bbolt database. bbolt reads the free list at open and
+// can panic (or fault) on a damaged one; that becomes an error, and the file
+// handle bbolt opened is closed so the lock is not left behind.
+func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.DB, err error) {
+	var file *os.File
+	bo := &bbolt.Options{
+		Timeout:      timeout,
+		FreelistType: bbolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				_ = file.Close()
+			}
+			db, err = nil, corruptError(path, "opening the file failed: %v", r)
+		}
+	}()
+	db, err = bbolt.Open(path, mode, bo)
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return nil, fmt.Errorf("ontimebolt: open %s: %w", path, err)
+}
+
+// precheck validates an existing file before bbolt maps it: bbolt trusts
+// the header (meta page) and would fault reading past the end of a truncated
+// file, which no recover can catch. It first waits for the lock, so that it
+// never reads a header another process is writing.
+func precheck(path string, timeout time.Duration) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // Open creates it
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("ontimebolt: open %s: %w", path, err)
+	}
+	defer f.Close()
+	unlock, err := lockFile(f, timeout)
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
+		}
+		return fmt.Errorf("ontimebolt: lock %s: %w", path, err)
+	}
+	defer unlock()
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("ontimebolt: open %s: %w", path, err)
+	}
+	if info.IsDir() {
+		return fmt.Errorf("ontimebolt: open %s: is a directory", path)
+	}
+	return checkHeader(f, path, info.Size())
+}
+
+// bbolt's on-disk header: a 16-byte page header, then the meta fields in
+// native byte order (little-endian on every platform Go bbolt supports).
+const (
+	boltMagic      = 0xED0CDAED
+	boltVersion    = 2
+	pageHeaderLen  = 16
+	metaLen        = 64 // up to and including the checksum
+	metaSummedLen  = 56 // bytes the checksum covers
+	noFreelistPgid = ^uint64(0)
+)
+
+type boltMeta struct {
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64 // high water mark: pages in use
+	txid     uint64
+}
+
+// parseMeta decodes and validates one meta page at the start of buf.
+func parseMeta(buf []byte) (boltMeta, bool) {
+	if len(buf) < pageHeaderLen+metaLen {
+		return boltMeta{}, false
+	}
+	m := buf[pageHeaderLen : pageHeaderLen+metaLen]
+	le := binary.LittleEndian
+	if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion {
+		return boltMeta{}, false
+	}
+	h := fnv.New64a()
+	h.Write(m[:metaSummedLen])
+	if h.Sum64() != le.Uint64(m[metaSummedLen:]) {
+		return boltMeta{}, false
+	}
+	return boltMeta{
+		pageSize: le.Uint32(m[8:]),
+		root:     le.Uint64(m[16:]),
+		freelist: le.Uint64(m[32:]),
+		pgid:     le.Uint64(m[40:]),
+		txid:     le.Uint64(m[48:]),
+	}, true
+}
+
+func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
+	buf := make([]byte, pageHeaderLen+metaLen)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return boltMeta{}, false
+	}
+	return parseMeta(buf)
+}
+
+// checkHeader finds the meta page bbolt will use (the valid one with the
+// higher transaction id) and checks that the file holds every page it
+// names.
+func checkHeader(f io.ReaderAt, path string, size int64) error {
+	if size == 0 {
+		return nil // bbolt initialises an empty file
+	}
+	if size < 1024 {
+		return corruptError(path, "file is %d bytes, too small to be a store (truncated?)", size)
+	}
+	// The page size is in the meta pages; find it as bbolt does: first page
+	// first, else the second page at each possible page size.
+	var pageSize int64
+	if m, ok := readMeta(f, 0); ok {
+		pageSize = int64(m.pageSize)
+	} else {
+		for i := 0; i <= 14; i++ {
+			pos := int64(1024) << i
+			if pos >= size-1024 {
+				break
+			}
+			if m, ok := readMeta(f, pos); ok {
+				pageSize = int64(m.pageSize)
+				break
+			}
+		}
+	}
+	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
+		return corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
+	}
+	m0, ok0 := readMeta(f, 0)
+	m1, ok1 := readMeta(f, pageSize)
+	m := m0
+	switch {
+	case ok0 && ok1:
+		if m1.txid > m0.txid {
+			m = m1
+		}
+	case ok1:
+		m = m1
+	case !ok0:
+		return corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
+	}
+	if int64(m.pageSize) != pageSize {
+		return corruptError(path, "the two header pages disagree on the page size")
+	}
+	if m.pgid < 2 || m.pgid > uint64(size/pageSize) {
+		return corruptError(path, "file is truncated: %d bytes, but its header names %d pages of %d bytes (%d bytes)",
+			size, m.pgid, pageSize, m.pgid*uint64(pageSize))
+	}
+	if m.root < 2 || m.root >= m.pgid || (m.freelist != noFreelistPgid && (m.freelist < 2 || m.freelist >= m.pgid)) {
+		return corruptError(path, "the header points outside the file (root page %d, free list page %d, %d pages)",
+			m.root, m.freelist, m.pgid)
+	}
+	return nil
+}
+
+// initLayout creates the store's buckets in a new file, or checks them in
+// an existing one: the format marker, and every topic's buckets. This read
+// also touches the pages a damaged file most often breaks first.
+func (d *Driver) initLayout() error {
+	var ready bool
+	err := d.view(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			foreign := false
+			_ = tx.ForEach(func([]byte, *bbolt.Bucket) error {
+				foreign = true
+				return nil
+			})
+			if foreign {
+				return corruptError(d.path, "not an ontimebolt store (bbolt file with other buckets)")
+			}
+			return nil
+		}
+		if f := meta.Get(keyFormat); !bytes.Equal(f, formatV1) {
+			return corruptError(d.path, "unknown store format %q (this version reads %q)", f, formatV1)
+		}
+		topics := tx.Bucket(bucketTopics)
+		if topics == nil {
+			return corruptError(d.path, "bucket %q is missing", bucketTopics)
+		}
+		err := topics.ForEachBucket(func(name []byte) error {
+			tb, err := lookupTopic(tx, d.path, string(name))
+			if err != nil {
+				return err
+			}
+			tb.counter(keyCount)
+			tb.counter(keyDeadCount)
+			return nil
+		})
+		ready = err == nil
+		return err
+	})
+	if err != nil || ready {
+		return err
+	}
+	return d.update(func(tx *bbolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyFormat, formatV1); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucketIfNotExists(bucketTopics)
+		return err
+	})
+}

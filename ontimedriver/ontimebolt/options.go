@@ -1,0 +1,69 @@
+package ontimebolt
+
+import (
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Options configure Open. The zero value (or a nil *Options) is ready to use;
+// every field states its default.
+type Options struct {
+	// LockTimeout is how long Open waits for another process (or another
+	// Driver in this process) to release the file before it gives up with an
+	// error wrapping ErrLocked. Default 1s. A negative value fails at once.
+	LockTimeout time.Duration
+
+	// FileMode is the permission of a file Open creates. Default 0600.
+	FileMode os.FileMode
+
+	// CheckOnOpen makes Open read the whole file before it returns: every
+	// timer and dead letter is decoded and its checksum verified, the indexes
+	// and counters are compared with the records, and bbolt's page check
+	// (free list, page references, key order) runs. It costs one pass over
+	// the file (about a second per few million timers); without it Open
+	// checks the file header, the file size and the store's own buckets, and
+	// a damaged record is reported by the call that reads it. Default false.
+	CheckOnOpen bool
+
+	// MaxBatch caps how many concurrent write calls (Schedule, Claim,
+	// Settle, Extend, Cancel, ReplayDead, PurgeDead) share one transaction
+	// and one fsync. Default 128.
+	MaxBatch int
+
+	// Logger receives what the driver cannot return to a caller: damaged
+	// records moved out of the way by Claim, failed commits. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultLockTimeout = time.Second
+	defaultFileMode    = 0o600
+	defaultMaxBatch    = 128
+)
+
+// withDefaults returns a copy of o with every unset field filled in.
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	switch {
+	case out.LockTimeout == 0:
+		out.LockTimeout = defaultLockTimeout
+	case out.LockTimeout < 0:
+		// bbolt waits forever on 0; the smallest positive timeout tries once.
+		out.LockTimeout = time.Nanosecond
+	}
+	if out.FileMode == 0 {
+		out.FileMode = defaultFileMode
+	}
+	if out.MaxBatch <= 0 {
+		out.MaxBatch = defaultMaxBatch
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}

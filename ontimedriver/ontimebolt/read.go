@@ -1,0 +1,189 @@
+package ontimebolt
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Get returns one scheduled or leased timer. See ontimedriver.Driver.
+func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.TimerInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var info *ontimedriver.TimerInfo
+	err := d.view(func(tx *bbolt.Tx) error {
+		nowUs := floorMicros(time.Now())
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil {
+			return err
+		}
+		if tb == nil {
+			return ontimedriver.ErrNotFound
+		}
+		rec, found, err := tb.getTimer(id)
+		if !found {
+			return ontimedriver.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		ti := timerInfo(id, &rec, nowUs)
+		info = &ti
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+func timerInfo(id string, rec *record, nowUs int64) ontimedriver.TimerInfo {
+	ti := ontimedriver.TimerInfo{
+		ID:        id,
+		Due:       fromMicros(rec.due),
+		State:     ontimedriver.StateScheduled,
+		Attempt:   int(rec.attempt),
+		LastError: rec.lastError,
+		Payload:   bytes.Clone(rec.payload),
+	}
+	if rec.leased() && rec.leaseUntil > nowUs {
+		ti.State = ontimedriver.StateLeased
+		ti.LeaseUntil = fromMicros(rec.leaseUntil)
+	}
+	return ti
+}
+
+// List pages through a topic's timers in claim order (due time, or lease
+// deadline while leased, then id). See ontimedriver.Driver. The cursor is
+// the position after the last timer returned, so timers claimed or
+// rescheduled between pages can be seen twice or not at all, as with any
+// live index.
+func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListOptions) (*ontimedriver.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit, err := pageLimit(opts.Limit)
+	if err != nil {
+		return nil, err
+	}
+	after, err := decodeCursor(opts.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	before := beforeMicros(opts.Before)
+	page := &ontimedriver.Page{}
+	err = d.view(func(tx *bbolt.Tx) error {
+		nowUs := floorMicros(time.Now())
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		var last []byte
+		c := tb.queue.Cursor()
+		for k := seekAfter(c, after); k != nil; k, _ = c.Next() {
+			ts, idb, ok := splitKey(k)
+			if !ok {
+				continue
+			}
+			if ts >= before {
+				break
+			}
+			id := string(idb)
+			rec, found, err := tb.getTimer(id)
+			if err != nil {
+				return err
+			}
+			if !found || rec.claimable() != ts {
+				continue // an entry Claim will clean up
+			}
+			if len(page.Timers) == limit {
+				page.NextCursor = encodeCursor(last)
+				break
+			}
+			page.Timers = append(page.Timers, timerInfo(id, &rec, nowUs))
+			last = bytes.Clone(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// seekAfter positions c on the first key after the cursor key, or on the
+// first key when there is no cursor.
+func seekAfter(c *bbolt.Cursor, after []byte) []byte {
+	if after == nil {
+		k, _ := c.First()
+		return k
+	}
+	k, _ := c.Seek(after)
+	if bytes.Equal(k, after) {
+		k, _ = c.Next()
+	}
+	return k
+}
+
+// Count counts a topic's timers. The totals are kept as counters; live
+// leases are counted in the lease index, which holds only leased timers.
+// See ontimedriver.Driver.
+func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, error) {
+	if err := ctx.Err(); err != nil {
+		return ontimedriver.Counts{}, err
+	}
+	var counts ontimedriver.Counts
+	err := d.view(func(tx *bbolt.Tx) error {
+		counts = ontimedriver.Counts{}
+		nowUs := floorMicros(time.Now())
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		c := tb.leases.Cursor()
+		for k, _ := c.Seek(tsKey(nowUs + 1)); k != nil; k, _ = c.Next() {
+			counts.Leased++
+		}
+		counts.Scheduled = max(tb.counter(keyCount)-counts.Leased, 0)
+		counts.Dead = tb.counter(keyDeadCount)
+		return nil
+	})
+	return counts, err
+}
+
+// Topics lists the topics holding at least one timer or dead letter. See
+// ontimedriver.Driver.
+func (d *Driver) Topics(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var topics []string
+	err := d.view(func(tx *bbolt.Tx) error {
+		topics = []string{}
+		all := tx.Bucket(bucketTopics)
+		if all == nil {
+			return corruptError(d.path, "bucket %q is missing", bucketTopics)
+		}
+		// bbolt keeps keys in byte order, which for topic names (ASCII) is
+		// sorted order.
+		return all.ForEachBucket(func(name []byte) error {
+			tb, err := bindTopic(d.path, string(name), all.Bucket(name))
+			if err != nil {
+				return err
+			}
+			if tb.counter(keyCount) > 0 || tb.counter(keyDeadCount) > 0 {
+				topics = append(topics, string(name))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return topics, nil
+}

@@ -1,0 +1,105 @@
+package ontimebolt
+
+import (
+	"context"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Schedule writes timers to a topic in one transaction, fsynced before it
+// returns. See ontimedriver.Driver.
+func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	var (
+		results []ontimedriver.ScheduleResult
+		w       wake
+	)
+	if len(timers) == 0 {
+		return []ontimedriver.ScheduleResult{}, ctx.Err()
+	}
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		results = make([]ontimedriver.ScheduleResult, len(timers))
+		tb, err := createTopic(tx, d.path, topic)
+		if err != nil {
+			return err
+		}
+		w.start(tb)
+		now := time.Now()
+		for i, t := range timers {
+			due := addMicros(now, t.Delay)
+			if !t.At.IsZero() {
+				due = ceilMicros(t.At)
+			}
+			old, found, err := tb.getTimer(t.ID)
+			switch {
+			case found && mode == ontimedriver.IfAbsent:
+				results[i] = ontimedriver.ScheduleResult{Err: ontimedriver.ErrExists}
+				if err == nil {
+					results[i].Due = fromMicros(old.due)
+				}
+				continue
+			case err != nil:
+				// A damaged record is overwritten by an upsert.
+				if err := tb.removeDamagedTimer(t.ID); err != nil {
+					return err
+				}
+			case found:
+				if err := tb.removeTimer(t.ID, &old); err != nil {
+					return err
+				}
+			}
+			rec := record{due: due, payload: t.Payload}
+			if err := tb.putTimer(t.ID, &rec); err != nil {
+				return err
+			}
+			tb.dn++
+			results[i] = ontimedriver.ScheduleResult{Due: fromMicros(due)}
+		}
+		w.finish(tb)
+		return tb.flush()
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.fire {
+		d.notify(topic, w.at)
+	}
+	return results, nil
+}
+
+// Cancel deletes a scheduled or leased timer. See ontimedriver.Driver.
+func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
+	var result error
+	err := d.write(ctx, func(tx *bbolt.Tx) error {
+		result = nil
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil {
+			return err
+		}
+		if tb == nil {
+			result = ontimedriver.ErrNotFound
+			return nil
+		}
+		rec, found, err := tb.getTimer(id)
+		switch {
+		case !found:
+			result = ontimedriver.ErrNotFound
+			return nil
+		case err != nil:
+			if err := tb.removeDamagedTimer(id); err != nil {
+				return err
+			}
+		default:
+			if err := tb.removeTimer(id, &rec); err != nil {
+				return err
+			}
+		}
+		return tb.flush()
+	})
+	if err != nil {
+		return err
+	}
+	return result
+}
