@@ -1,0 +1,83 @@
+package redistest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m, redistest.CheckLeaks()) }
+
+func TestSharedServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := redistest.NewClient(t)
+	p := redistest.Prefix(t)
+	if !strings.HasSuffix(p, ":") || p == redistest.Prefix(t) {
+		t.Fatalf("prefix %q is not fresh", p)
+	}
+	if err := c.Set(ctx, p+"k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := redistest.Keys(ctx, c, p)
+	if err != nil || len(keys) != 1 || keys[0] != p+"k" {
+		t.Fatalf("Keys = %v, %v", keys, err)
+	}
+	if err := redistest.DeleteKeys(ctx, c, p); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Exists(ctx, p+"k").Val(); n != 0 {
+		t.Fatalf("key survived DeleteKeys")
+	}
+	if redistest.Addr(t) == "" || !strings.HasPrefix(redistest.URL(t), "redis://") {
+		t.Fatalf("Addr %q URL %q", redistest.Addr(t), redistest.URL(t))
+	}
+}
+
+func TestEscapeGlob(t *testing.T) {
+	t.Parallel()
+	if got := redistest.EscapeGlob(`a*b?[c]\`); got != `a\*b\?\[c\]\\` {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestDedicatedServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.StartServer(t, redistest.AppendOnly())
+	c := s.NewClient(t)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pause: commands hang (time out), then work again.
+	s.Pause()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err := c.Get(short, "k").Err()
+	cancel()
+	if err == nil {
+		t.Fatal("GET answered while paused")
+	}
+	s.Resume()
+	redistest.Eventually(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Resume")
+
+	// Kill and restart: the append-only file keeps the key.
+	s.Kill()
+	if s.Running() {
+		t.Fatal("running after Kill")
+	}
+	short, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+	err = c.Ping(short).Err()
+	cancel()
+	if err == nil {
+		t.Fatal("PING answered after Kill")
+	}
+	s.Restart()
+	redistest.Eventually(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Restart")
+
+	s.Stop()
+	s.Stop() // idempotent
+}
