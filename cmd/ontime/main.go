@@ -1,4 +1,12 @@
-// Command ontime is the ontime server and CLI. See package cli.
+// Command ontime is the ontime server and CLI: `ontime serve` runs the HTTP
+// API and the delivery workers; the other verbs talk to a server or to Redis.
+// See docs/server.md.
 package main
 
-func main() {}
+import (
+	"os"
+
+	"github.com/ontime-go/ontime/cmd/ontime/internal/cli"
+)
+
+func main() { os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

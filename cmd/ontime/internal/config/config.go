@@ -1,0 +1,420 @@
+// Package config holds the ontime server's configuration: defaults, the
+// optional TOML file, ONTIME_* environment variables and command-line flags,
+// applied in that order (a later source wins). docs/server.md documents
+// every key.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// Defaults of the server configuration.
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultDataDir         = "./ontime-data"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultDiscover        = time.Second
+	DefaultShutdownTimeout = 15 * time.Second
+	DefaultHTTPTimeout     = 10 * time.Second
+	DefaultServer          = "http://127.0.0.1:8080"
+)
+
+// Config is the server configuration. Zero fields take the defaults named
+// on each field (see Fill).
+type Config struct {
+	// Listen is the HTTP address. Default 127.0.0.1:8080.
+	Listen string `toml:"listen"`
+	// DataDir holds the embedded store's file (ontime.db). Default
+	// ./ontime-data. Unused when Redis is set.
+	DataDir string `toml:"data_dir"`
+	// Redis, a redis:// or rediss:// URL (redis+cluster:// for a Cluster),
+	// switches the store to Redis. Default "" (embedded store).
+	Redis string `toml:"redis"`
+	// RedisLayout is "native" (default) or "compat" (the
+	// faststream-redis-timers layout).
+	RedisLayout string `toml:"redis_layout"`
+	// RedisPrefix is glued in front of every Redis key. Default "".
+	RedisPrefix string `toml:"redis_prefix"`
+	// MaxBodyBytes caps a message body. Default 1 MiB.
+	MaxBodyBytes int64 `toml:"max_body_bytes"`
+	// Tokens turns on bearer-token auth: every endpoint but /healthz and
+	// /readyz then needs "Authorization: Bearer <one of them>". Default none
+	// (auth off).
+	Tokens []string `toml:"tokens"`
+	// DiscoverInterval is how often the server looks for topics it does not
+	// serve yet. Default 1s.
+	DiscoverInterval Duration `toml:"discover_interval"`
+	// ShutdownTimeout bounds a graceful stop. Default 15s.
+	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string `toml:"log_level"`
+	// LogFormat is text (default) or json.
+	LogFormat string `toml:"log_format"`
+	// Defaults apply to every topic for the fields its own section leaves
+	// unset; the default target is log.
+	Defaults Topic `toml:"defaults"`
+	// Topics configures topics by name.
+	Topics map[string]Topic `toml:"topics"`
+}
+
+// Topic configures the delivery of one topic.
+type Topic struct {
+	// Concurrency is how many of the topic's timers are delivered at once.
+	// Default 10.
+	Concurrency int `toml:"concurrency"`
+	// Lease is how long a delivery may run before the timer is handed out
+	// again (it is extended while the delivery runs). Default 30s.
+	Lease Duration `toml:"lease"`
+	// Retry is the retry policy for failed deliveries.
+	Retry Retry `toml:"retry"`
+	// Target is where fired timers go. Default: the log target.
+	Target *Target `toml:"target"`
+}
+
+// Retry is a retry policy; zero fields take the library defaults (1s, 10m,
+// 2, 0.2, 25 attempts).
+type Retry struct {
+	MinDelay    Duration `toml:"min_delay"`
+	MaxDelay    Duration `toml:"max_delay"`
+	Multiplier  float64  `toml:"multiplier"`
+	Jitter      float64  `toml:"jitter"`
+	MaxAttempts int      `toml:"max_attempts"`
+}
+
+// Target types.
+const (
+	TargetLog         = "log"
+	TargetHTTP        = "http"
+	TargetRedisStream = "redis-stream"
+)
+
+// Target is a delivery target. Type selects which fields apply.
+type Target struct {
+	// Type is log, http or redis-stream.
+	Type string `toml:"type"`
+
+	// URL is the webhook URL (http).
+	URL string `toml:"url"`
+	// Secret signs each request body with HMAC-SHA256 (http). SecretEnv
+	// names an environment variable to read it from instead.
+	Secret    string `toml:"secret"`
+	SecretEnv string `toml:"secret_env"`
+	// Timeout bounds one request (http). Default 10s.
+	Timeout Duration `toml:"timeout"`
+	// Headers are added to every request (http).
+	Headers map[string]string `toml:"headers"`
+
+	// Stream is the stream key (redis-stream). Default: the topic name.
+	Stream string `toml:"stream"`
+	// MaxLen trims the stream approximately to this length (redis-stream).
+	// Default 0: no trimming.
+	MaxLen int64 `toml:"maxlen"`
+	// Redis is the Redis URL to write to (redis-stream). Default: the
+	// store's Redis; required with the embedded store.
+	Redis string `toml:"redis"`
+}
+
+// Duration is a time.Duration that reads from TOML as "90s".
+type Duration time.Duration
+
+// UnmarshalText parses Go duration syntax.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes Go duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// LoadFile reads a TOML file into c (keys it sets override c's). Unknown keys
+// are an error, so a typo does not go unnoticed.
+func (c *Config) LoadFile(path string) error {
+	md, err := toml.DecodeFile(path, c)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// Env variable names, each mapping to the key of the same name.
+var envKeys = []string{
+	"ONTIME_LISTEN", "ONTIME_DATA_DIR", "ONTIME_REDIS", "ONTIME_REDIS_LAYOUT",
+	"ONTIME_REDIS_PREFIX", "ONTIME_MAX_BODY_BYTES", "ONTIME_TOKENS",
+	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
+	"ONTIME_LOG_FORMAT",
+}
+
+// EnvKeys lists the environment variables ApplyEnv reads.
+func EnvKeys() []string { return append([]string(nil), envKeys...) }
+
+// ApplyEnv applies the ONTIME_* variables that are set (lookup is usually
+// os.LookupEnv).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	var errs []error
+	for _, k := range envKeys {
+		v, ok := lookup(k)
+		if !ok {
+			continue
+		}
+		if err := c.Set(strings.ToLower(strings.TrimPrefix(k, "ONTIME_")), v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Set sets one top-level key from its text form (used by env and flags).
+func (c *Config) Set(key, v string) error {
+	switch key {
+	case "listen":
+		c.Listen = v
+	case "data_dir":
+		c.DataDir = v
+	case "redis":
+		c.Redis = v
+	case "redis_layout":
+		c.RedisLayout = v
+	case "redis_prefix":
+		c.RedisPrefix = v
+	case "max_body_bytes":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		c.MaxBodyBytes = n
+	case "tokens":
+		c.Tokens = nil
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.Tokens = append(c.Tokens, t)
+			}
+		}
+	case "discover_interval", "shutdown_timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		if key == "discover_interval" {
+			c.DiscoverInterval = Duration(d)
+		} else {
+			c.ShutdownTimeout = Duration(d)
+		}
+	case "log_level":
+		c.LogLevel = v
+	case "log_format":
+		c.LogFormat = v
+	default:
+		return fmt.Errorf("unknown key %q", key)
+	}
+	return nil
+}
+
+// Fill sets every unset field to its default.
+func (c *Config) Fill() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.RedisLayout == "" {
+		c.RedisLayout = "native"
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.DiscoverInterval == 0 {
+		c.DiscoverInterval = Duration(DefaultDiscover)
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = "text"
+	}
+}
+
+// Validate checks a filled Config.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch c.RedisLayout {
+	case "native", "compat":
+	default:
+		bad("redis_layout %q: want native or compat", c.RedisLayout)
+	}
+	if c.Redis != "" {
+		if err := CheckRedisURL(c.Redis); err != nil {
+			bad("redis: %v", err)
+		}
+	}
+	if c.MaxBodyBytes < 0 {
+		bad("max_body_bytes %d is negative", c.MaxBodyBytes)
+	}
+	if c.DiscoverInterval < Duration(10*time.Millisecond) {
+		bad("discover_interval %s is below 10ms", c.DiscoverInterval.D())
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("shutdown_timeout is negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		bad("log_format %q: want text or json", c.LogFormat)
+	}
+	for i, t := range c.Tokens {
+		if strings.ContainsAny(t, " \t\r\n") || t == "" {
+			bad("tokens[%d]: empty or has spaces", i)
+		}
+	}
+	if err := c.checkTopic("defaults", c.Defaults); err != nil {
+		errs = append(errs, err)
+	}
+	for name, t := range c.Topics {
+		if err := ontimedriver.ValidateTopic(name); err != nil {
+			bad("topics.%s: %v", name, err)
+			continue
+		}
+		if err := c.checkTopic("topics."+name, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) checkTopic(where string, t Topic) error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(where+": "+format, args...))
+	}
+	if t.Concurrency < 0 {
+		bad("concurrency %d is negative", t.Concurrency)
+	}
+	if t.Lease != 0 && t.Lease < Duration(10*time.Millisecond) {
+		bad("lease %s is below 10ms", t.Lease.D())
+	}
+	r := t.Retry
+	if r.MinDelay < 0 || r.MaxDelay < 0 {
+		bad("retry delays must not be negative")
+	}
+	if r.MaxDelay != 0 && r.MinDelay > r.MaxDelay {
+		bad("retry.min_delay %s is above retry.max_delay %s", r.MinDelay.D(), r.MaxDelay.D())
+	}
+	if r.Multiplier != 0 && r.Multiplier < 1 {
+		bad("retry.multiplier %g is below 1", r.Multiplier)
+	}
+	if r.Jitter > 1 {
+		bad("retry.jitter %g is above 1", r.Jitter)
+	}
+	if tg := t.Target; tg != nil {
+		switch tg.Type {
+		case TargetLog:
+		case TargetHTTP:
+			u, err := url.Parse(tg.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				bad("target.url %q: want an http:// or https:// URL", tg.URL)
+			}
+			if tg.Timeout < 0 {
+				bad("target.timeout is negative")
+			}
+			if tg.SecretEnv != "" {
+				if _, ok := os.LookupEnv(tg.SecretEnv); !ok {
+					bad("target.secret_env: %s is not set", tg.SecretEnv)
+				}
+			}
+		case TargetRedisStream:
+			if tg.Redis == "" && c.Redis == "" {
+				bad("target.redis: a Redis URL is needed when the store is not Redis")
+			}
+			if tg.Redis != "" {
+				if err := CheckRedisURL(tg.Redis); err != nil {
+					bad("target.redis: %v", err)
+				}
+			}
+			if tg.MaxLen < 0 {
+				bad("target.maxlen is negative")
+			}
+		case "":
+			bad("target.type is missing; want log, http or redis-stream")
+		default:
+			bad("target.type %q: want log, http or redis-stream", tg.Type)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckRedisURL checks the scheme of a Redis URL.
+func CheckRedisURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "unix":
+		return nil
+	}
+	return fmt.Errorf("%q: want a redis://, rediss:// or redis+cluster:// URL", s)
+}
+
+// TopicConfig returns the effective settings of a topic: its own section
+// over Defaults, and the log target when neither names one.
+func (c *Config) TopicConfig(name string) Topic {
+	t := c.Topics[name]
+	d := c.Defaults
+	if t.Concurrency == 0 {
+		t.Concurrency = d.Concurrency
+	}
+	if t.Lease == 0 {
+		t.Lease = d.Lease
+	}
+	if t.Retry == (Retry{}) {
+		t.Retry = d.Retry
+	}
+	if t.Target == nil {
+		t.Target = d.Target
+	}
+	if t.Target == nil {
+		t.Target = &Target{Type: TargetLog}
+	}
+	return t
+}
+
+// SecretValue returns the HMAC secret of an http target.
+func (t *Target) SecretValue() string {
+	if t.SecretEnv != "" {
+		return os.Getenv(t.SecretEnv)
+	}
+	return t.Secret
+}

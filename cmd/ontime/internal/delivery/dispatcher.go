@@ -1,0 +1,407 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+)
+
+// ErrClosed is returned by Watch after Shutdown began.
+var ErrClosed = errors.New("delivery: shutting down")
+
+// Options configure a Dispatcher.
+type Options struct {
+	Client *ontime.Client
+	Config *config.Config // filled and validated
+	Logger *slog.Logger
+	// OpenRedis gives redis-stream targets their client; nil means no
+	// redis-stream targets.
+	OpenRedis RedisOpener
+	// ReapAfter stops the worker of a topic that is not configured, has no
+	// watcher and has held no timer for this long. Default 1m.
+	ReapAfter time.Duration
+}
+
+// Dispatcher runs one ontime.Worker per topic. Topics come from the
+// configuration (started at once), from Ensure (called by the API when it
+// schedules a timer) and from polling the store's topic list every
+// Config.DiscoverInterval (timers published by other processes). A Worker
+// cannot take handlers after it runs, so each topic has its own.
+type Dispatcher struct {
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex
+	closing bool
+	topics  map[string]*topicRun
+	broken  map[string]bool // topics whose worker could not start; not retried
+	wg      sync.WaitGroup  // worker Run goroutines and reaped stops
+
+	stopDiscover chan struct{}
+	discoverDone chan struct{}
+
+	delivered atomic.Int64
+	failed    atomic.Int64
+}
+
+// topicRun is one topic's worker, target and watchers.
+type topicRun struct {
+	d          *Dispatcher
+	name       string
+	target     Target
+	worker     *ontime.Worker
+	configured bool
+	lastSeen   time.Time // guarded by d.mu
+
+	wmu     sync.Mutex
+	watch   int           // connected watchers
+	watchCh chan *Item    // shared by the topic's watchers; unbuffered
+	nobody  chan struct{} // closed when the last watcher leaves
+}
+
+// New checks every configured target and returns a Dispatcher; Start
+// starts it.
+func New(o Options) (*Dispatcher, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReapAfter == 0 {
+		o.ReapAfter = time.Minute
+	}
+	d := &Dispatcher{
+		o: o, log: o.Logger,
+		topics:       map[string]*topicRun{},
+		broken:       map[string]bool{},
+		stopDiscover: make(chan struct{}),
+		discoverDone: make(chan struct{}),
+	}
+	// Build every configured target now, so that a bad one fails the start.
+	for name := range o.Config.Topics {
+		tc := o.Config.TopicConfig(name)
+		if _, err := NewTarget(name, tc.Target, o.Logger, o.OpenRedis); err != nil {
+			return nil, err
+		}
+	}
+	if o.Config.Defaults.Target != nil {
+		if _, err := NewTarget("(defaults)", o.Config.Defaults.Target, o.Logger, o.OpenRedis); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Start starts the configured topics and the discovery loop.
+func (d *Dispatcher) Start() {
+	for name := range d.o.Config.Topics {
+		d.Ensure(name)
+	}
+	go d.discover()
+}
+
+// Ensure makes sure topic has a running worker. It is cheap when it has.
+func (d *Dispatcher) Ensure(topic string) {
+	d.ensure(topic)
+}
+
+func (d *Dispatcher) ensure(topic string) *topicRun {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if tr, ok := d.topics[topic]; ok {
+		tr.lastSeen = time.Now()
+		return tr
+	}
+	if d.closing || d.broken[topic] {
+		return nil
+	}
+	tr, err := d.start(topic)
+	if err != nil {
+		d.broken[topic] = true
+		d.log.Error("cannot deliver topic", "topic", topic, "err", err)
+		return nil
+	}
+	d.topics[topic] = tr
+	return tr
+}
+
+// start builds and runs a topic's worker; d.mu is held.
+func (d *Dispatcher) start(topic string) (*topicRun, error) {
+	cfg := d.o.Config
+	tc := cfg.TopicConfig(topic)
+	target, err := NewTarget(topic, tc.Target, d.log, d.o.OpenRedis)
+	if err != nil {
+		return nil, err
+	}
+	_, configured := cfg.Topics[topic]
+	tr := &topicRun{
+		d: d, name: topic, target: target, configured: configured, lastSeen: time.Now(),
+		watchCh: make(chan *Item),
+	}
+	w := ontime.NewWorker(d.o.Client, &ontime.WorkerConfig{
+		Logger:          d.log,
+		ShutdownTimeout: cfg.ShutdownTimeout.D(),
+	})
+	opts := &ontime.TopicOptions{
+		MaxConcurrency: tc.Concurrency,
+		Lease:          tc.Lease.D(),
+		Retry: ontime.RetryPolicy{
+			MinDelay:    tc.Retry.MinDelay.D(),
+			MaxDelay:    tc.Retry.MaxDelay.D(),
+			Multiplier:  tc.Retry.Multiplier,
+			Jitter:      tc.Retry.Jitter,
+			MaxAttempts: tc.Retry.MaxAttempts,
+		},
+	}
+	if err := ontime.Handle(w, topic, tr.handle, opts); err != nil {
+		return nil, err
+	}
+	tr.worker = w
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := w.Run(context.Background()); err != nil {
+			d.log.Error("worker stopped", "topic", topic, "err", err)
+		}
+	}()
+	d.log.Debug("delivering topic", "topic", topic, "target", target.Kind())
+	return tr, nil
+}
+
+// discover polls the store's topic list and reaps idle topics.
+func (d *Dispatcher) discover() {
+	defer close(d.discoverDone)
+	every := d.o.Config.DiscoverInterval.D()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var failing bool
+	for {
+		select {
+		case <-d.stopDiscover:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		topics, err := d.o.Client.Topics(ctx)
+		cancel()
+		if err != nil {
+			if !failing {
+				d.log.Warn("cannot list topics", "err", err)
+				failing = true
+			}
+			continue
+		}
+		failing = false
+		for _, name := range topics {
+			d.ensure(name)
+		}
+		d.reap()
+	}
+}
+
+// reap stops the workers of idle, unconfigured, unwatched topics.
+func (d *Dispatcher) reap() {
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, tr := range d.topics {
+		if tr.configured || now.Sub(tr.lastSeen) < d.o.ReapAfter || tr.watchers() > 0 {
+			continue
+		}
+		delete(d.topics, name)
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), d.o.Config.ShutdownTimeout.D())
+			defer cancel()
+			_ = tr.worker.Stop(ctx)
+			d.log.Debug("stopped idle topic", "topic", name)
+		}()
+	}
+}
+
+// Shutdown stops discovery and every worker gracefully (see
+// ontime.Worker.Stop), in parallel, within ctx.
+func (d *Dispatcher) Shutdown(ctx context.Context) error {
+	d.mu.Lock()
+	if d.closing {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closing = true
+	runs := make([]*topicRun, 0, len(d.topics))
+	for _, tr := range d.topics {
+		runs = append(runs, tr)
+	}
+	d.mu.Unlock()
+	close(d.stopDiscover)
+	<-d.discoverDone
+
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, tr := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = tr.worker.Stop(ctx)
+		}()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	return errors.Join(errs...)
+}
+
+// Counters are the dispatcher's numbers since it started.
+type Counters struct {
+	Delivered, Failed int64
+	Workers, Watchers int
+}
+
+// Counters returns the dispatcher's numbers.
+func (d *Dispatcher) Counters() Counters {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := Counters{Delivered: d.delivered.Load(), Failed: d.failed.Load(), Workers: len(d.topics)}
+	for _, tr := range d.topics {
+		c.Watchers += tr.watchers()
+	}
+	return c
+}
+
+// Topics returns the topics with a running worker.
+func (d *Dispatcher) Topics() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.topics))
+	for name := range d.topics {
+		out = append(out, name)
+	}
+	return out
+}
+
+// handle is the topic's handler: to a watcher while there is one, else to
+// the target.
+func (tr *topicRun) handle(ctx context.Context, m *ontime.Message[[]byte]) error {
+	msg := &Message{
+		ID: m.ID, Topic: m.Topic, Due: m.Due, Attempt: m.Attempt, Headers: m.Headers,
+		CorrelationID: m.CorrelationID, ContentType: m.ContentType, Body: m.Body,
+	}
+	if ch, nobody := tr.watching(); ch != nil {
+		it := &Item{Msg: msg, done: make(chan error, 1)}
+		select {
+		case ch <- it:
+			select {
+			case err := <-it.done:
+				if err != nil {
+					// The watcher went away before the message was written:
+					// due again at once, not counted as a failure.
+					return ontime.Snooze(0)
+				}
+				tr.d.delivered.Add(1)
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case <-nobody:
+			// The last watcher left: the target takes over.
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := tr.target.Deliver(ctx, msg)
+	if err != nil {
+		tr.d.failed.Add(1)
+		tr.d.log.Warn("delivery failed", "topic", tr.name, "id", m.ID, "target", tr.target.Kind(), "attempt", m.Attempt, "err", err)
+		return err
+	}
+	tr.d.delivered.Add(1)
+	return nil
+}
+
+// Item is a fired timer handed to a watcher. The watcher must call Done
+// exactly once: nil when the message was written (the timer is then
+// acked), an error otherwise (it is due again at once).
+type Item struct {
+	Msg  *Message
+	done chan error
+}
+
+// Done reports the outcome of writing the item.
+func (it *Item) Done(err error) { it.done <- err }
+
+// Watcher receives a topic's fired timers while it is connected. While a
+// topic has at least one watcher its target receives nothing; several
+// watchers of one topic share its timers (each timer goes to one of them).
+type Watcher struct {
+	tr   *topicRun
+	once sync.Once
+}
+
+// Watch connects a watcher to topic, starting the topic's worker if needed.
+// Close it when done.
+func (d *Dispatcher) Watch(topic string) (*Watcher, error) {
+	tr := d.ensure(topic)
+	if tr == nil {
+		d.mu.Lock()
+		closing := d.closing
+		d.mu.Unlock()
+		if closing {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("topic %q cannot be delivered (see the server log)", topic)
+	}
+	tr.wmu.Lock()
+	if tr.watch == 0 {
+		tr.nobody = make(chan struct{})
+	}
+	tr.watch++
+	tr.wmu.Unlock()
+	return &Watcher{tr: tr}, nil
+}
+
+// C delivers the topic's fired timers.
+func (w *Watcher) C() <-chan *Item { return w.tr.watchCh }
+
+// Close disconnects the watcher. An Item received from C must still be
+// answered with Done.
+func (w *Watcher) Close() {
+	w.once.Do(func() {
+		tr := w.tr
+		tr.wmu.Lock()
+		tr.watch--
+		if tr.watch == 0 {
+			close(tr.nobody)
+		}
+		tr.wmu.Unlock()
+		tr.d.mu.Lock()
+		tr.lastSeen = time.Now()
+		tr.d.mu.Unlock()
+	})
+}
+
+func (tr *topicRun) watchers() int {
+	tr.wmu.Lock()
+	defer tr.wmu.Unlock()
+	return tr.watch
+}
+
+// watching returns the watcher channel and the channel closed when the
+// last watcher leaves, or nil when nobody watches.
+func (tr *topicRun) watching() (chan *Item, chan struct{}) {
+	tr.wmu.Lock()
+	defer tr.wmu.Unlock()
+	if tr.watch == 0 {
+		return nil, nil
+	}
+	return tr.watchCh, tr.nobody
+}

@@ -1,0 +1,239 @@
+// Package wire holds the JSON shapes of the ontime HTTP API, shared by the
+// server, the CLI and the delivery targets. The OpenAPI document
+// (server/openapi.json) describes the same shapes.
+package wire
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"mime"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Content types the API gives meaning to.
+const (
+	ContentTypeText = "text/plain"
+	ContentTypeJSON = "application/json"
+)
+
+// TimerIn is one timer to schedule (POST /v1/topics/{topic}/timers and each
+// item of :batch).
+type TimerIn struct {
+	ID            string            `json:"id,omitempty"`
+	Body          json.RawMessage   `json:"body,omitempty"`
+	BodyBase64    *string           `json:"body_base64,omitempty"`
+	Delay         *string           `json:"delay,omitempty"`
+	At            *string           `json:"at,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	CorrelationID string            `json:"correlation_id,omitempty"`
+	IfAbsent      bool              `json:"if_absent,omitempty"`
+}
+
+// Created is the answer to a scheduled timer.
+type Created struct {
+	ID    string    `json:"id"`
+	Topic string    `json:"topic"`
+	DueAt time.Time `json:"due_at"`
+}
+
+// BatchItem is one result of a batch.
+type BatchItem struct {
+	ID     string     `json:"id"`
+	Topic  string     `json:"topic"`
+	DueAt  *time.Time `json:"due_at,omitempty"`
+	Status int        `json:"status"`
+	Error  *ErrorBody `json:"error,omitempty"`
+}
+
+// BatchResult answers a batch: one item per timer, in order.
+type BatchResult struct {
+	Results []BatchItem `json:"results"`
+}
+
+// Timer is a stored timer.
+type Timer struct {
+	ID            string            `json:"id"`
+	Topic         string            `json:"topic"`
+	DueAt         time.Time         `json:"due_at"`
+	State         string            `json:"state"`
+	Attempt       int               `json:"attempt"`
+	LeaseUntil    *time.Time        `json:"lease_until,omitempty"`
+	LastError     string            `json:"last_error,omitempty"`
+	Headers       map[string]string `json:"headers"`
+	CorrelationID string            `json:"correlation_id"`
+	ContentType   string            `json:"content_type,omitempty"`
+	Body          json.RawMessage   `json:"body,omitempty"`
+	BodyBase64    *string           `json:"body_base64,omitempty"`
+}
+
+// TimerPage is a page of timers ordered by due time.
+type TimerPage struct {
+	Timers     []Timer `json:"timers"`
+	NextCursor string  `json:"next_cursor,omitempty"`
+}
+
+// TopicStats counts one topic's timers.
+type TopicStats struct {
+	Topic     string `json:"topic"`
+	Scheduled int64  `json:"scheduled"`
+	Leased    int64  `json:"leased"`
+	Dead      int64  `json:"dead"`
+}
+
+// DeadLetter is a timer that was given up on.
+type DeadLetter struct {
+	ID            string            `json:"id"`
+	Topic         string            `json:"topic"`
+	DueAt         time.Time         `json:"due_at"`
+	DiedAt        time.Time         `json:"died_at"`
+	Attempt       int               `json:"attempt"`
+	Reason        string            `json:"reason"`
+	LastError     string            `json:"last_error,omitempty"`
+	Headers       map[string]string `json:"headers"`
+	CorrelationID string            `json:"correlation_id"`
+	ContentType   string            `json:"content_type,omitempty"`
+	Body          json.RawMessage   `json:"body,omitempty"`
+	BodyBase64    *string           `json:"body_base64,omitempty"`
+}
+
+// DeadPage is a page of dead letters, oldest death first.
+type DeadPage struct {
+	Dead       []DeadLetter `json:"dead"`
+	NextCursor string       `json:"next_cursor,omitempty"`
+}
+
+// IDs names timers (dead-letter replay); empty means all.
+type IDs struct {
+	IDs []string `json:"ids,omitempty"`
+}
+
+// Count answers replay and purge.
+type Count struct {
+	Count int `json:"count"`
+}
+
+// Event is one fired timer on the watch stream (SSE event "timer").
+type Event struct {
+	ID            string            `json:"id"`
+	Topic         string            `json:"topic"`
+	DueAt         time.Time         `json:"due_at"`
+	Attempt       int               `json:"attempt"`
+	Headers       map[string]string `json:"headers"`
+	CorrelationID string            `json:"correlation_id"`
+	ContentType   string            `json:"content_type,omitempty"`
+	Body          json.RawMessage   `json:"body,omitempty"`
+	BodyBase64    *string           `json:"body_base64,omitempty"`
+}
+
+// MessageIn is the simple API: POST /messages.
+type MessageIn struct {
+	Message  *string  `json:"message"`
+	DelaySec *float64 `json:"delay_sec"`
+}
+
+// MessageOut answers POST /messages.
+type MessageOut struct {
+	ID           string `json:"id"`
+	ScheduledFor int64  `json:"scheduled_for"`
+}
+
+// Stats is GET /v1/stats.
+type Stats struct {
+	Store     string `json:"store"`
+	UptimeSec int64  `json:"uptime_sec"`
+	Topics    int    `json:"topics"`
+	Scheduled int64  `json:"scheduled"`
+	Leased    int64  `json:"leased"`
+	Dead      int64  `json:"dead"`
+	// Delivery counters of this server process since it started.
+	Delivered int64 `json:"delivered"`
+	Failed    int64 `json:"failed"`
+	Workers   int   `json:"workers"`
+	Watchers  int   `json:"watchers"`
+}
+
+// Error is every error response.
+type Error struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody says what went wrong: Code is stable, Message is for people.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// BodyJSON picks the JSON form of a stored body: text becomes a JSON string
+// ("body"), JSON stays JSON ("body"), anything else (bytes, invalid text or
+// JSON) goes to "body_base64". An empty body has neither.
+func BodyJSON(contentType string, body []byte) (json.RawMessage, *string) {
+	if len(body) == 0 {
+		return nil, nil
+	}
+	switch mediaType(contentType) {
+	case ContentTypeText:
+		if utf8.Valid(body) {
+			b, err := json.Marshal(string(body))
+			if err == nil {
+				return b, nil
+			}
+		}
+	case ContentTypeJSON:
+		if json.Valid(body) {
+			return json.RawMessage(body), nil
+		}
+	}
+	s := base64.StdEncoding.EncodeToString(body)
+	return nil, &s
+}
+
+func mediaType(ct string) string {
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(ct))
+	}
+	return mt
+}
+
+// TextOf turns a body into one printable line: text and JSON as they are,
+// other bytes that are valid UTF-8 too, anything else as "base64:...".
+// Line breaks are escaped as \n and \r so that a message stays one line.
+func TextOf(body []byte) string {
+	if !utf8.Valid(body) {
+		return "base64:" + base64.StdEncoding.EncodeToString(body)
+	}
+	s := string(body)
+	if strings.ContainsAny(s, "\r\n") {
+		s = strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s)
+	}
+	return s
+}
+
+// WatchLine formats a fired timer as ontime watch prints it:
+// "2026-11-22 10:15:03: <body>", the due time in UTC.
+func WatchLine(due time.Time, body []byte) string {
+	return due.UTC().Format("2006-01-02 15:04:05") + ": " + TextOf(body)
+}
+
+// EventBody returns the body of a watch event as bytes and content type.
+func (e *Event) EventBody() ([]byte, error) {
+	if e.BodyBase64 != nil {
+		return base64.StdEncoding.DecodeString(*e.BodyBase64)
+	}
+	if len(e.Body) == 0 {
+		return nil, nil
+	}
+	if mediaType(e.ContentType) == ContentTypeText {
+		var s string
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	}
+	return e.Body, nil
+}
