@@ -1,0 +1,281 @@
+// Package server is the ontime HTTP API: schedule, cancel and inspect
+// timers, dead letters, the simple /messages API, server-sent-event
+// watching, health endpoints and the OpenAPI document (openapi.json,
+// served at /v1/openapi.json). docs/api.md describes it for people.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// OpenAPI is the API's OpenAPI 3 document.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Options configure the API.
+type Options struct {
+	Client *ontime.Client
+	// Dispatcher runs the delivery workers. Nil (the CLI talking straight
+	// to Redis) means no watch endpoint and no worker start on publish.
+	Dispatcher *delivery.Dispatcher
+	// StoreKind is reported by /v1/stats (embedded or redis).
+	StoreKind string
+	// MaxBodyBytes caps one message body. Default 1 MiB.
+	MaxBodyBytes int64
+	// Tokens, when not empty, turn on bearer-token auth for everything but
+	// /healthz and /readyz.
+	Tokens []string
+	// Topics are the configured topics, listed by GET /v1/topics even when
+	// empty.
+	Topics []string
+	Logger *slog.Logger
+	// Done, when closed, ends every watch stream (graceful shutdown).
+	Done <-chan struct{}
+	// WatchPing is the keep-alive comment interval of watch streams.
+	// Default 15s.
+	WatchPing time.Duration
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	tokens  [][]byte
+	started time.Time
+}
+
+// MaxBatch is the most timers one batch request may hold.
+const MaxBatch = 1000
+
+// New returns the API handler.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.WatchPing <= 0 {
+		o.WatchPing = 15 * time.Second
+	}
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), started: time.Now()}
+	for _, t := range o.Tokens {
+		s.tokens = append(s.tokens, []byte(t))
+	}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	type route struct {
+		method, path string
+		h            http.HandlerFunc
+	}
+	routes := []route{
+		{"POST", "/v1/topics/{topic}/timers", s.createTimer},
+		{"GET", "/v1/topics/{topic}/timers", s.listTimers},
+		{"POST", "/v1/topics/{topic}/timers:batch", s.createBatch},
+		{"GET", "/v1/topics/{topic}/timers/{id}", s.getTimer},
+		{"DELETE", "/v1/topics/{topic}/timers/{id}", s.deleteTimer},
+		{"GET", "/v1/topics", s.listTopics},
+		{"GET", "/v1/topics/{topic}/watch", s.watch},
+		{"GET", "/v1/topics/{topic}/dead", s.listDead},
+		{"POST", "/v1/topics/{topic}/dead:replay", s.replayDead},
+		{"POST", "/v1/topics/{topic}/dead:purge", s.purgeDead},
+		{"GET", "/v1/stats", s.stats},
+		{"GET", "/v1/openapi.json", s.openapi},
+		{"POST", "/messages", s.postMessage},
+		{"GET", "/healthz", s.healthz},
+		{"GET", "/readyz", s.readyz},
+	}
+	allowed := map[string][]string{}
+	var paths []string
+	for _, r := range routes {
+		s.mux.HandleFunc(r.method+" "+r.path, r.h)
+		if _, ok := allowed[r.path]; !ok {
+			paths = append(paths, r.path)
+		}
+		allowed[r.path] = append(allowed[r.path], r.method)
+	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		s.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed here; use %s", r.Method, allow))
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, "no_route", "no endpoint %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
+	})
+}
+
+// ServeHTTP implements http.Handler: recovery, access log, auth, routing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if rec.status == 0 {
+				writeError(rec, errorf(http.StatusInternalServerError, "internal", "internal error"))
+			}
+		}
+		level := slog.LevelDebug
+		if rec.status >= 500 {
+			level = slog.LevelWarn
+		}
+		// Never the Authorization header or the query (it may hold cursors
+		// only, but keep logs small).
+		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start).Round(time.Microsecond))
+	}()
+	if !s.authorized(r) {
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="ontime"`)
+		writeError(rec, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+		return
+	}
+	if e := emptySegment(r.URL.EscapedPath()); e != nil {
+		writeError(rec, e)
+		return
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+// emptySegment catches empty topics and ids, which ServeMux would turn into
+// a redirect to a cleaned path.
+func emptySegment(p string) *apiError {
+	rest, ok := strings.CutPrefix(p, "/v1/topics/")
+	if !ok {
+		return nil
+	}
+	seg := strings.Split(rest, "/")
+	if seg[0] == "" && len(seg) > 1 {
+		return errorf(http.StatusBadRequest, "invalid_topic", "topic is empty")
+	}
+	if len(seg) == 3 && seg[1] == "timers" && seg[2] == "" {
+		return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
+	}
+	return nil
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if len(s.tokens) == 0 || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return true
+	}
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	got := []byte(strings.TrimSpace(tok))
+	match := 0
+	for _, t := range s.tokens {
+		match |= subtle.ConstantTimeCompare(got, t)
+	}
+	return match == 1
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// apiError is an error response.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.msg }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, wire.Error{Error: wire.ErrorBody{Code: e.code, Message: e.msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"response does not encode"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// storeError maps a library or store error to a response.
+func (s *Server) storeError(r *http.Request, err error) *apiError {
+	switch {
+	case errors.Is(err, ontime.ErrNotFound):
+		return errorf(http.StatusNotFound, "not_found", "no such timer")
+	case errors.Is(err, ontime.ErrExists):
+		return errorf(http.StatusConflict, "exists", "a timer with this id exists")
+	case errors.Is(err, ontime.ErrInvalid):
+		msg := strings.TrimPrefix(err.Error(), ontime.ErrInvalid.Error()+": ")
+		return errorf(http.StatusBadRequest, "invalid_request", "%s", msg)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return errorf(499, "canceled", "request canceled")
+	}
+	s.log.Error("store error", "method", r.Method, "path", r.URL.Path, "err", err)
+	return errorf(http.StatusServiceUnavailable, "store_unavailable", "the store failed: %v", err)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.o.Client.Ping(ctx); err != nil {
+		writeError(w, errorf(http.StatusServiceUnavailable, "store_unavailable", "store unreachable: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(OpenAPI)
+}

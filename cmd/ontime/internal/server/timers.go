@@ -1,0 +1,276 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// publish schedules validated timers of one topic, in order, grouping runs
+// with the same if_absent mode into one store call each.
+func (s *Server) publish(r *http.Request, topic string, ps []parsed) ([]ontime.PublishResult, error) {
+	out := make([]ontime.PublishResult, 0, len(ps))
+	for start := 0; start < len(ps); {
+		end := start + 1
+		for end < len(ps) && ps[end].ifAbsent == ps[start].ifAbsent {
+			end++
+		}
+		timers := make([]ontime.Timer, end-start)
+		for i := range timers {
+			timers[i] = ps[start+i].timer
+		}
+		var opts []ontime.BatchOption
+		if ps[start].ifAbsent {
+			opts = append(opts, ontime.BatchIfAbsent())
+		}
+		res, err := s.o.Client.PublishBatch(r.Context(), topic, timers, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+		start = end
+	}
+	if s.o.Dispatcher != nil {
+		s.o.Dispatcher.Ensure(topic)
+	}
+	return out, nil
+}
+
+func timerURL(topic, id string) string {
+	return "/v1/topics/" + url.PathEscape(topic) + "/timers/" + url.PathEscape(id)
+}
+
+func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var in wire.TimerIn
+	if e := decodeJSON(w, r, s.singleLimit(), &in); e != nil {
+		writeError(w, e)
+		return
+	}
+	p, e := s.parseTimer(&in)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	res, err := s.publish(r, topic, []parsed{p})
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	if res[0].Err != nil {
+		writeError(w, s.storeError(r, res[0].Err))
+		return
+	}
+	w.Header().Set("Location", timerURL(topic, res[0].ID))
+	writeJSON(w, http.StatusCreated, wire.Created{ID: res[0].ID, Topic: topic, DueAt: res[0].Due.UTC()})
+}
+
+func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var in []wire.TimerIn
+	if e := decodeJSON(w, r, s.batchLimit(), &in); e != nil {
+		writeError(w, e)
+		return
+	}
+	switch {
+	case len(in) == 0:
+		writeError(w, errorf(http.StatusBadRequest, "invalid_batch", "the batch is empty"))
+		return
+	case len(in) > MaxBatch:
+		writeError(w, errorf(http.StatusBadRequest, "invalid_batch", "the batch has %d timers; the limit is %d", len(in), MaxBatch))
+		return
+	}
+	ps := make([]parsed, len(in))
+	for i := range in {
+		p, e := s.parseTimer(&in[i])
+		if e != nil {
+			e.msg = fmt.Sprintf("timer %d: %s", i, e.msg)
+			writeError(w, e)
+			return
+		}
+		ps[i] = p
+	}
+	res, err := s.publish(r, topic, ps)
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	out := wire.BatchResult{Results: make([]wire.BatchItem, len(res))}
+	for i, pr := range res {
+		it := wire.BatchItem{ID: pr.ID, Topic: topic, Status: http.StatusCreated}
+		if pr.Err != nil {
+			ae := s.storeError(r, pr.Err)
+			it.Status = ae.status
+			it.Error = &wire.ErrorBody{Code: ae.code, Message: ae.msg}
+		} else {
+			due := pr.Due.UTC()
+			it.DueAt = &due
+		}
+		out.Results[i] = it
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func timerJSON(ti *ontime.TimerInfo) wire.Timer {
+	t := wire.Timer{
+		ID: ti.ID, Topic: ti.Topic, DueAt: ti.Due.UTC(), State: string(ti.State), Attempt: ti.Attempt,
+		LastError: ti.LastError, Headers: ti.Headers, CorrelationID: ti.CorrelationID, ContentType: ti.ContentType,
+	}
+	if t.Headers == nil {
+		t.Headers = map[string]string{}
+	}
+	if !ti.LeaseUntil.IsZero() {
+		lu := ti.LeaseUntil.UTC()
+		t.LeaseUntil = &lu
+	}
+	t.Body, t.BodyBase64 = wire.BodyJSON(ti.ContentType, ti.Body)
+	if ti.DecodeError != "" && t.LastError == "" {
+		t.LastError = "stored envelope does not decode: " + ti.DecodeError
+	}
+	return t
+}
+
+func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id, e := idOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ti, err := s.o.Client.Get(r.Context(), topic, id)
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, timerJSON(ti))
+}
+
+func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id, e := idOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.o.Client.Cancel(r.Context(), topic, id); err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listOptions reads before, limit and cursor.
+func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
+	var o ontime.ListOptions
+	q := r.URL.Query()
+	if v := q.Get("before"); v != "" {
+		at, e := parseAt(v)
+		if e != nil {
+			e.code = "invalid_query"
+			e.msg = "before: " + e.msg
+			return o, e
+		}
+		o.Before = at
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return o, errorf(http.StatusBadRequest, "invalid_query", "limit %q: want an integer from 1 to 1000", v)
+		}
+		o.Limit = n
+	}
+	o.Cursor = q.Get("cursor")
+	return o, nil
+}
+
+func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	opts, e := listOptions(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	page, err := s.o.Client.List(r.Context(), topic, opts)
+	if err != nil {
+		if errors.Is(err, ontime.ErrInvalid) {
+			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err)))
+			return
+		}
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	out := wire.TimerPage{Timers: make([]wire.Timer, len(page.Timers)), NextCursor: page.NextCursor}
+	for i := range page.Timers {
+		out.Timers[i] = timerJSON(&page.Timers[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// maxDelaySec caps delay_sec of the simple API (about 100 years).
+const maxDelaySec = 100 * 365 * 24 * 3600
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
+	var in wire.MessageIn
+	if e := decodeJSON(w, r, s.singleLimit(), &in); e != nil {
+		writeError(w, e)
+		return
+	}
+	if in.Message == nil {
+		writeError(w, errorf(http.StatusBadRequest, "invalid_message", `field "message" (a string) is required`))
+		return
+	}
+	if int64(len(*in.Message)) > s.o.MaxBodyBytes {
+		writeError(w, errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the message is %d bytes; the limit is %d", len(*in.Message), s.o.MaxBodyBytes))
+		return
+	}
+	var delay time.Duration
+	if in.DelaySec != nil {
+		d := *in.DelaySec
+		if d < 0 || d > maxDelaySec || math.IsNaN(d) {
+			writeError(w, errorf(http.StatusBadRequest, "invalid_delay", "delay_sec %v: want a number of seconds from 0 to %d", d, maxDelaySec))
+			return
+		}
+		delay = time.Duration(d * float64(time.Second))
+	}
+	p := parsed{timer: ontime.Timer{Body: *in.Message, Delay: delay}}
+	res, err := s.publish(r, MessagesTopic, []parsed{p})
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	w.Header().Set("Location", timerURL(MessagesTopic, res[0].ID))
+	writeJSON(w, http.StatusCreated, wire.MessageOut{ID: res[0].ID, ScheduledFor: res[0].Due.Unix()})
+}
+
+// MessagesTopic is the topic of the simple API.
+const MessagesTopic = "messages"

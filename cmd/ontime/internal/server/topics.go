@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// topicStats counts every topic the store lists, plus the configured ones.
+func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
+	names, err := s.o.Client.Topics(r.Context())
+	if err != nil {
+		return nil, s.storeError(r, err)
+	}
+	for _, t := range s.o.Topics {
+		if !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	slices.Sort(names)
+	out := make([]wire.TopicStats, 0, len(names))
+	for _, name := range names {
+		if ontimedriver.ValidateTopic(name) != nil {
+			continue // a foreign key the API cannot address
+		}
+		c, err := s.o.Client.Count(r.Context(), name)
+		if err != nil {
+			return nil, s.storeError(r, err)
+		}
+		out = append(out, wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead})
+	}
+	return out, nil
+}
+
+func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
+	out, e := s.topicStats(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	ts, e := s.topicStats(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	st := wire.Stats{Store: s.o.StoreKind, UptimeSec: int64(time.Since(s.started) / time.Second), Topics: len(ts)}
+	for _, t := range ts {
+		st.Scheduled += t.Scheduled
+		st.Leased += t.Leased
+		st.Dead += t.Dead
+	}
+	if d := s.o.Dispatcher; d != nil {
+		c := d.Counters()
+		st.Delivered, st.Failed, st.Workers, st.Watchers = c.Delivered, c.Failed, c.Workers, c.Watchers
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func deadJSON(d *ontime.DeadLetterInfo) wire.DeadLetter {
+	out := wire.DeadLetter{
+		ID: d.ID, Topic: d.Topic, DueAt: d.Due.UTC(), DiedAt: d.DiedAt.UTC(), Attempt: d.Attempt,
+		Reason: d.Reason, LastError: d.LastError, Headers: d.Headers, CorrelationID: d.CorrelationID,
+		ContentType: d.ContentType,
+	}
+	if out.Headers == nil {
+		out.Headers = map[string]string{}
+	}
+	out.Body, out.BodyBase64 = wire.BodyJSON(d.ContentType, d.Body)
+	return out
+}
+
+func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	opts, e := listOptions(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	page, err := s.o.Client.DeadLetters(r.Context(), topic, opts)
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	out := wire.DeadPage{Dead: make([]wire.DeadLetter, len(page.Dead)), NextCursor: page.NextCursor}
+	for i := range page.Dead {
+		out.Dead[i] = deadJSON(&page.Dead[i])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// deadIDs reads the optional {"ids": [...]} of replay and purge; an empty
+// request body means all.
+func (s *Server) deadIDs(w http.ResponseWriter, r *http.Request) ([]string, *apiError) {
+	if r.ContentLength == 0 {
+		return nil, nil
+	}
+	var in wire.IDs
+	if e := decodeJSON(w, r, s.batchLimit(), &in); e != nil {
+		return nil, e
+	}
+	for _, id := range in.IDs {
+		if err := ontimedriver.ValidateID(id); err != nil {
+			return nil, errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+		}
+	}
+	return in.IDs, nil
+}
+
+func (s *Server) replayDead(w http.ResponseWriter, r *http.Request) {
+	s.deadOp(w, r, s.o.Client.ReplayDeadLetters)
+}
+
+func (s *Server) purgeDead(w http.ResponseWriter, r *http.Request) {
+	s.deadOp(w, r, s.o.Client.PurgeDeadLetters)
+}
+
+func (s *Server) deadOp(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, topic string, ids ...string) (int, error)) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ids, e := s.deadIDs(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	n, err := op(r.Context(), topic, ids...)
+	if err != nil {
+		writeError(w, s.storeError(r, err))
+		return
+	}
+	if n > 0 && s.o.Dispatcher != nil {
+		s.o.Dispatcher.Ensure(topic)
+	}
+	writeJSON(w, http.StatusOK, wire.Count{Count: n})
+}

@@ -1,0 +1,142 @@
+// Package store opens the timer store the configuration names: the
+// embedded bbolt store in a data directory (the default) or Redis.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+)
+
+// Kinds of store.
+const (
+	KindEmbedded = "embedded"
+	KindRedis    = "redis"
+)
+
+// FileName is the embedded store's file inside the data directory.
+const FileName = "ontime.db"
+
+// Store is an open store and the Redis clients opened for it.
+type Store struct {
+	Driver ontimedriver.Driver
+	// Kind is KindEmbedded or KindRedis.
+	Kind string
+	// Redis is the store's client when Kind is KindRedis.
+	Redis redis.UniversalClient
+
+	mu      sync.Mutex
+	clients map[string]redis.UniversalClient // by URL, for targets
+}
+
+// RedisOptions select the Redis store.
+type RedisOptions struct {
+	URL    string
+	Layout string // native or compat
+	Prefix string
+}
+
+// OpenEmbedded opens (creating) dir/ontime.db.
+func OpenEmbedded(dir string, log *slog.Logger) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	d, err := ontimebolt.Open(filepath.Join(dir, FileName), &ontimebolt.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Driver: d, Kind: KindEmbedded}, nil
+}
+
+// OpenRedis connects to Redis (the server is not contacted yet).
+func OpenRedis(o RedisOptions, log *slog.Logger) (*Store, error) {
+	rdb, err := NewRedisClient(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newRedisDriver(rdb, o, log)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return &Store{Driver: d, Kind: KindRedis, Redis: rdb}, nil
+}
+
+// NewRedisClient makes a client from a redis://, rediss:// or
+// redis+cluster:// (rediss+cluster://) URL.
+func NewRedisClient(url string) (redis.UniversalClient, error) {
+	switch {
+	case hasScheme(url, "redis+cluster"), hasScheme(url, "rediss+cluster"):
+		o, err := redis.ParseClusterURL(trimCluster(url))
+		if err != nil {
+			return nil, fmt.Errorf("redis URL: %w", err)
+		}
+		return redis.NewClusterClient(o), nil
+	default:
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redis URL: %w", err)
+		}
+		return redis.NewClient(o), nil
+	}
+}
+
+func hasScheme(url, scheme string) bool {
+	return len(url) > len(scheme)+3 && url[:len(scheme)+3] == scheme+"://"
+}
+
+// trimCluster turns redis+cluster://... into redis://...
+func trimCluster(url string) string {
+	if hasScheme(url, "rediss+cluster") {
+		return "rediss" + url[len("rediss+cluster"):]
+	}
+	return "redis" + url[len("redis+cluster"):]
+}
+
+// RedisFor returns a Redis client for a target: the store's own for "", or
+// one per URL, shared, closed by Close.
+func (s *Store) RedisFor(url string) (redis.UniversalClient, error) {
+	if url == "" {
+		if s.Redis == nil {
+			return nil, errors.New("the store is not Redis; give the target a redis URL")
+		}
+		return s.Redis, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[url]; ok {
+		return c, nil
+	}
+	c, err := NewRedisClient(url)
+	if err != nil {
+		return nil, err
+	}
+	if s.clients == nil {
+		s.clients = map[string]redis.UniversalClient{}
+	}
+	s.clients[url] = c
+	return c, nil
+}
+
+// Close closes the driver, then every Redis client it opened.
+func (s *Store) Close() error {
+	err := s.Driver.Close()
+	if s.Redis != nil {
+		err = errors.Join(err, s.Redis.Close())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.clients {
+		err = errors.Join(err, c.Close())
+	}
+	s.clients = nil
+	return err
+}
