@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+)
+
+// serveFlags maps flag names to config keys.
+var serveFlags = map[string]string{
+	"listen":            "listen",
+	"data-dir":          "data_dir",
+	"redis":             "redis",
+	"redis-layout":      "redis_layout",
+	"redis-prefix":      "redis_prefix",
+	"max-body-bytes":    "max_body_bytes",
+	"tokens":            "tokens",
+	"discover-interval": "discover_interval",
+	"shutdown-timeout":  "shutdown_timeout",
+	"log-level":         "log_level",
+	"log-format":        "log_format",
+}
+
+func newServeCmd(e *env) *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API and the delivery workers",
+		Long: `Run the HTTP API and the workers that deliver fired timers to each topic's
+target (log by default). Configuration: defaults, then the TOML file
+(--config or ONTIME_CONFIG), then ONTIME_* variables, then flags.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadServeConfig(cmd.Flags(), configPath, e.lookup)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			return serve(cmd.Context(), cfg, e.stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configPath, "config", "", "TOML config file (env ONTIME_CONFIG)")
+	f.String("listen", config.DefaultListen, "HTTP listen address (env ONTIME_LISTEN)")
+	f.String("data-dir", config.DefaultDataDir, "embedded store directory (env ONTIME_DATA_DIR)")
+	f.String("redis", "", "use Redis at this URL instead of the embedded store (env ONTIME_REDIS)")
+	f.String("redis-layout", "native", "Redis layout: native or compat (env ONTIME_REDIS_LAYOUT)")
+	f.String("redis-prefix", "", "Redis key prefix (env ONTIME_REDIS_PREFIX)")
+	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
+	f.String("tokens", "", "comma-separated bearer tokens; turns auth on (env ONTIME_TOKENS)")
+	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics (env ONTIME_DISCOVER_INTERVAL)")
+	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
+	f.String("log-level", "info", "debug, info, warn or error (env ONTIME_LOG_LEVEL)")
+	f.String("log-format", "text", "text or json (env ONTIME_LOG_FORMAT)")
+	return cmd
+}
+
+// loadServeConfig applies defaults < file < env < flags.
+func loadServeConfig(fs *pflag.FlagSet, path string, lookup func(string) (string, bool)) (*config.Config, error) {
+	var cfg config.Config
+	if path == "" {
+		path, _ = lookup("ONTIME_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.LoadFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.ApplyEnv(lookup); err != nil {
+		return nil, err
+	}
+	var errs []error
+	fs.Visit(func(f *pflag.Flag) {
+		if key, ok := serveFlags[f.Name]; ok {
+			if err := cfg.Set(key, f.Value.String()); err != nil {
+				errs = append(errs, fmt.Errorf("--%s: %w", f.Name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	cfg.Fill()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	o := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// openStore opens the configured store.
+func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
+	if cfg.Redis != "" {
+		return store.OpenRedis(store.RedisOptions{URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix}, log)
+	}
+	return store.OpenEmbedded(cfg.DataDir, log)
+}
+
+// libraryBodyLimit is the envelope cap given to the library: the API checks
+// bodies itself (MaxBodyBytes); the envelope adds headers.
+func libraryBodyLimit(maxBody int64) int { return int(maxBody) + 1<<20 }
+
+func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
+	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return &exitError{code: ExitUnavailable, err: fmt.Errorf("open store: %w", err)}
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Warn("closing the store", "err", err)
+		}
+	}()
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	if err := st.Driver.Ping(pctx); err != nil {
+		log.Warn("the store is not reachable yet; /readyz reports it", "err", err)
+	}
+	cancel()
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes)})
+	if err != nil {
+		return err
+	}
+	disp, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor})
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	done := make(chan struct{})
+	topics := make([]string, 0, len(cfg.Topics))
+	for t := range cfg.Topics {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	api := server.New(server.Options{
+		Client: client, Dispatcher: disp, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
+		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
+	})
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return &exitError{code: ExitUnavailable, err: err}
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	disp.Start()
+	where := cfg.DataDir
+	if st.Kind == store.KindRedis {
+		where = redactURL(cfg.Redis)
+	}
+	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", "err", err)
+		}
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.D().String())
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout.D())
+	defer scancel()
+	close(done) // ends watch streams; their in-flight timers go back to the store
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if err := disp.Shutdown(sctx); err != nil {
+		log.Warn("workers did not stop in time; their timers are redelivered when the leases expire", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
