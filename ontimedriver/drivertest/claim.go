@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ func claimCases() []testCase {
 		{"Next", testClaimNext},
 		{"AfterLeaseExpiry", testClaimAfterLeaseExpiry},
 		{"ConcurrentPeers", testClaimConcurrent},
+		{"LeasesNeverOverlap", testClaimLeasesNeverOverlap},
 	}
 }
 
@@ -188,7 +190,7 @@ func testClaimAfterLeaseExpiry(e *env) {
 	peer := e.peer()
 	c1 := e.claimOne(e.d, topic, "r", shortLease)
 	e.wantClaimAttempt("first claim", c1.Attempt, 1)
-	e.wantLeased("Get after the first claim", e.get(topic, "r"), c1, due)
+	e.wantLeasedWhileLive("Get after the first claim", topic, c1, due)
 
 	prev := c1
 	tokens := map[string]bool{c1.Token: true}
@@ -233,7 +235,7 @@ func testClaimAfterLeaseExpiry(e *env) {
 		}
 		e.wantPayload(what, c.Payload, []byte("payload"))
 		e.wantErr(what+": ack with the expired token", e.settle1(topic, ackOp(prev)), ontimedriver.ErrLeaseLost)
-		e.wantLeased(what+": Get", e.get(topic, "r"), c, due)
+		e.wantLeasedWhileLive(what+": Get", topic, c, due)
 		prev = c
 	}
 	e.wantErr("ack with the live token", e.settle1(topic, ackOp(prev)), nil)
@@ -312,4 +314,90 @@ func testClaimConcurrent(e *env) {
 	}
 	e.t.Logf("timers per claimer: %v", perClaimer)
 	e.wantCounts(topic, 0, 0, 0)
+}
+
+// testClaimLeasesNeverOverlap: claimers on two drivers race for a few timers
+// with short leases they let expire. Each timer is claimed again and again
+// (three times),
+// but a claim never starts (on the store's clock) before the previous lease
+// of that timer ended, tokens never repeat and attempts count up by one.
+func testClaimLeasesNeverOverlap(e *env) {
+	const topic = "claim.overlap"
+	const n = 20
+	const lease = 100 * time.Millisecond
+	timers := make([]ontimedriver.NewTimer, n)
+	for i := range timers {
+		timers[i] = dueNow(fmt.Sprintf("o%02d", i), "x")
+	}
+	e.put(topic, timers...)
+	type claim struct {
+		now time.Time
+		c   ontimedriver.ClaimedTimer
+	}
+	var (
+		mu     sync.Mutex
+		claims = make(map[string][]claim)
+		wg     sync.WaitGroup
+	)
+	// Run until every timer was claimed rounds times.
+	const rounds = 3
+	var done atomic.Bool
+	stop := time.Now().Add(waitTimeout)
+	for w, d := range []ontimedriver.Driver{e.d, e.d, e.peer(), e.peer()} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() && time.Now().Before(stop) {
+				res, err := d.Claim(e.ctx, topic, 3, lease)
+				if err != nil {
+					e.t.Errorf("claimer %d: Claim: %v", w, err)
+					return
+				}
+				mu.Lock()
+				for _, c := range res.Timers {
+					claims[c.ID] = append(claims[c.ID], claim{res.Now, c})
+				}
+				all := len(claims) == n
+				for _, cs := range claims {
+					all = all && len(cs) >= rounds
+				}
+				mu.Unlock()
+				if all {
+					done.Store(true)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+
+	total := 0
+	for id, cs := range claims {
+		total += len(cs)
+		slices.SortFunc(cs, func(a, b claim) int { return a.now.Compare(b.now) })
+		tokens := make(map[string]bool)
+		for i, cl := range cs {
+			if tokens[cl.c.Token] {
+				e.t.Errorf("%s: token %q handed out twice", id, cl.c.Token)
+			}
+			tokens[cl.c.Token] = true
+			if i == 0 {
+				continue
+			}
+			prev := cs[i-1]
+			if cl.now.Before(prev.c.LeaseUntil) {
+				e.t.Errorf("%s: claimed at store %s while the previous lease ran until %s", id, ts(cl.now), ts(prev.c.LeaseUntil))
+			}
+			if !e.lacks.NoAttempts && cl.c.Attempt != prev.c.Attempt+1 {
+				e.t.Errorf("%s: attempt %d after attempt %d", id, cl.c.Attempt, prev.c.Attempt)
+			}
+		}
+		if !e.lacks.NoAttempts && cs[0].c.Attempt != 1 {
+			e.t.Errorf("%s: first claim has attempt %d", id, cs[0].c.Attempt)
+		}
+	}
+	if !done.Load() {
+		e.t.Errorf("after %v, %d of %d timers were claimed, %d claims in all; want each claimed %d times (its lease of %v expiring each time)", waitTimeout, len(claims), n, total, rounds, lease)
+	}
+	e.t.Logf("%d claims of %d timers", total, n)
 }

@@ -340,7 +340,7 @@ func testSettleMixed(e *env) {
 func testExtendPushes(e *env) {
 	const topic = "extend.pushes"
 	res := e.put(topic, dueNow("x", "p"), dueNow("y", "p"))
-	got := e.claim(topic, 10, shortLease)
+	got := e.claim(topic, 10, 2*shortLease)
 	if len(got.Timers) != 2 {
 		e.t.Fatalf("claim: %v, want x and y", claimedIDs(got))
 	}
