@@ -89,6 +89,16 @@ func (d *Driver) view(fn func(tx *bbolt.Tx) error) (err error) {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ontimedriver.ErrClosed
 	}
+	return d.classify(err)
+}
+
+// classify turns bbolt errors that only damage can cause here into errors
+// wrapping ErrCorrupt: the store never puts a value and a bucket under one
+// name, so bbolt finding one where the other should be means a flipped flag.
+func (d *Driver) classify(err error) error {
+	if errors.Is(err, berrors.ErrIncompatibleValue) {
+		return fmt.Errorf("%w: %s: %w", ErrCorrupt, d.path, err)
+	}
 	return err
 }
 
@@ -205,7 +215,7 @@ func (d *Driver) call(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
 			err = d.panicError(r)
 		}
 	}()
-	return fn(tx)
+	return d.classify(fn(tx))
 }
 
 func (d *Driver) update(fn func(*bbolt.Tx) error) (err error) {

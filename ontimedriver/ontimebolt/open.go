@@ -26,7 +26,7 @@ import (
 func Open(path string, opts *Options) (*Driver, error) {
 	o := opts.withDefaults()
 	start := time.Now()
-	if err := precheck(path, o.LockTimeout); err != nil {
+	if err := precheck(path, o.LockTimeout, o.CheckOnOpen); err != nil {
 		return nil, err
 	}
 	// The lock was free a moment ago; give bbolt what is left of the wait.
@@ -102,7 +102,9 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.D
 // the header (meta page) and would fault reading past the end of a truncated
 // file, which no recover can catch. It first waits for the lock, so that it
 // never reads a header another process is writing.
-func precheck(path string, timeout time.Duration) error {
+//
+// With deep set it also checks every page (Options.CheckOnOpen).
+func precheck(path string, timeout time.Duration, deep bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // Open creates it
@@ -130,7 +132,11 @@ func precheck(path string, timeout time.Duration) error {
 	if info.IsDir() {
 		return fmt.Errorf("ontimebolt: open %s: is a directory", path)
 	}
-	return checkHeader(f, path, info.Size())
+	m, err := checkHeader(f, path, info.Size())
+	if err != nil || !deep || m == nil {
+		return err
+	}
+	return checkPages(f, path, *m)
 }
 
 // bbolt's on-disk header: a 16-byte page header, then the meta fields in
@@ -187,12 +193,12 @@ func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
 // checkHeader finds the meta page bbolt will use (the valid one with the
 // higher transaction id) and checks that the file holds every page it
 // names.
-func checkHeader(f io.ReaderAt, path string, size int64) error {
+func checkHeader(f io.ReaderAt, path string, size int64) (*boltMeta, error) {
 	if size == 0 {
-		return nil // bbolt initialises an empty file
+		return nil, nil // bbolt initialises an empty file
 	}
 	if size < 1024 {
-		return corruptError(path, "file is %d bytes, too small to be a store (truncated?)", size)
+		return nil, corruptError(path, "file is %d bytes, too small to be a store (truncated?)", size)
 	}
 	// The page size is in the meta pages; find it as bbolt does: first page
 	// first, else the second page at each possible page size.
@@ -212,7 +218,7 @@ func checkHeader(f io.ReaderAt, path string, size int64) error {
 		}
 	}
 	if pageSize < 512 || pageSize&(pageSize-1) != 0 {
-		return corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
+		return nil, corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
 	}
 	m0, ok0 := readMeta(f, 0)
 	m1, ok1 := readMeta(f, pageSize)
@@ -225,20 +231,20 @@ func checkHeader(f io.ReaderAt, path string, size int64) error {
 	case ok1:
 		m = m1
 	case !ok0:
-		return corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
+		return nil, corruptError(path, "no valid bbolt header: not an ontimebolt store, or both header pages are damaged")
 	}
 	if int64(m.pageSize) != pageSize {
-		return corruptError(path, "the two header pages disagree on the page size")
+		return nil, corruptError(path, "the two header pages disagree on the page size")
 	}
 	if m.pgid < 2 || m.pgid > uint64(size/pageSize) {
-		return corruptError(path, "file is truncated: %d bytes, but its header names %d pages of %d bytes (%d bytes)",
+		return nil, corruptError(path, "file is truncated: %d bytes, but its header names %d pages of %d bytes (%d bytes)",
 			size, m.pgid, pageSize, m.pgid*uint64(pageSize))
 	}
 	if m.root < 2 || m.root >= m.pgid || (m.freelist != noFreelistPgid && (m.freelist < 2 || m.freelist >= m.pgid)) {
-		return corruptError(path, "the header points outside the file (root page %d, free list page %d, %d pages)",
+		return nil, corruptError(path, "the header points outside the file (root page %d, free list page %d, %d pages)",
 			m.root, m.freelist, m.pgid)
 	}
-	return nil
+	return &m, nil
 }
 
 // initLayout creates the store's buckets in a new file, or checks them in
