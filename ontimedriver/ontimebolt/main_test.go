@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -95,3 +96,5 @@ func eventually(t testing.TB, within time.Duration, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func maxProcs() int { return runtime.GOMAXPROCS(0) }

@@ -31,7 +31,7 @@ func Open(path string, opts *Options) (*Driver, error) {
 	}
 	// The lock was free a moment ago; give bbolt what is left of the wait.
 	timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
-	db, err := openBolt(path, o.FileMode, timeout)
+	db, err := openBolt(path, o.FileMode, timeout, o.NoFreelistSync)
 	if err != nil {
 		return nil, err
 	}
@@ -62,11 +62,12 @@ func Open(path string, opts *Options) (*Driver, error) {
 // openBolt opens the bbolt database. bbolt reads the free list at open and
 // can panic (or fault) on a damaged one; that becomes an error, and the file
 // handle bbolt opened is closed so the lock is not left behind.
-func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.DB, err error) {
+func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSync bool) (db *bbolt.DB, err error) {
 	var file *os.File
 	bo := &bbolt.Options{
-		Timeout:      timeout,
-		FreelistType: bbolt.FreelistMapType,
+		Timeout:        timeout,
+		FreelistType:   bbolt.FreelistMapType,
+		NoFreelistSync: noFreelistSync,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
 			file = f
@@ -103,7 +104,10 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.D
 // file, which no recover can catch. It first waits for the lock, so that it
 // never reads a header another process is writing.
 //
-// With deep set it also checks every page (Options.CheckOnOpen).
+// With deep set it also checks every page (Options.CheckOnOpen). It does so
+// anyway when the file has no stored free list: bbolt then rebuilds it by
+// walking every page, and that walk panics on a goroutine of its own (so no
+// recover can catch it) at the first damaged page.
 func precheck(path string, timeout time.Duration, deep bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -133,7 +137,7 @@ func precheck(path string, timeout time.Duration, deep bool) error {
 		return fmt.Errorf("ontimebolt: open %s: is a directory", path)
 	}
 	m, err := checkHeader(f, path, info.Size())
-	if err != nil || !deep || m == nil {
+	if err != nil || m == nil || (!deep && m.freelist != noFreelistPgid) {
 		return err
 	}
 	return checkPages(f, path, *m)
