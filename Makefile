@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Every module of the workspace (go.work), or the root module alone.
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 
-.PHONY: test deps lint fmt-check vet staticcheck race fuzz bench serve
+.PHONY: test deps lint fmt-check vet staticcheck race fuzz bench bench-report serve
 
 ## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
 test: deps lint race
@@ -36,11 +36,18 @@ staticcheck:
 race:
 	@for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -timeout 15m ./...) || exit 1; done
 
-## fuzz: a short run of every fuzz target (go test -fuzz), 30s each.
+## fuzz: a short run of every fuzz target (go test -fuzz) of every module, FUZZTIME each (default 30s).
+FUZZTIME ?= 30s
 fuzz:
-	@for f in $$($(GO) test -list 'Fuzz.*' ./envelope | grep ^Fuzz); do \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 30s ./envelope || exit 1; done
+	@for m in $(MODULES); do (cd $$m && for p in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; done) || exit 1; done
 
 ## bench: the Go benchmarks of the library and drivers.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-report: the peer benchmarks (ontime, asynq, river, raw Redis); rewrites docs/BENCHMARKS.md and docs/bench/* (about 8 minutes).
+bench-report: deps
+	$(GO) run ./bench/cmd/ontime-bench -out docs

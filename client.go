@@ -379,6 +379,9 @@ func (c *Client) info(topic string, ti *ontimedriver.TimerInfo) TimerInfo {
 		return out
 	}
 	out.CorrelationID, out.ContentType, out.Headers = splitHeaders(env)
+	if out.CorrelationID == "" {
+		out.CorrelationID = out.ID // envelopes without one (legacy, raw)
+	}
 	out.Body = env.Body
 	return out
 }
@@ -514,6 +517,9 @@ func (c *Client) DeadLetters(ctx context.Context, topic string, opts ListOptions
 	if err != nil {
 		return nil, err
 	}
+	if opts.Limit < 0 {
+		return nil, invalidf("limit %d is negative", opts.Limit)
+	}
 	p, err := c.drv.ListDead(ctx, full, opts)
 	if err != nil {
 		return nil, err
@@ -525,6 +531,9 @@ func (c *Client) DeadLetters(ctx context.Context, topic string, opts ListOptions
 			di.Body, di.DecodeError = d.Payload, err.Error()
 		} else {
 			di.CorrelationID, di.ContentType, di.Headers = splitHeaders(env)
+			if di.CorrelationID == "" {
+				di.CorrelationID = d.ID // envelopes without one (legacy, raw)
+			}
 			di.Body = env.Body
 		}
 		out.Dead[i] = di

@@ -52,6 +52,31 @@
 // poll interval. While a handler runs, its lease is extended (heartbeat); if
 // the lease is lost its context is cancelled and its result is not acked.
 //
+// # Shutdown
+//
+// [Worker.Stop] (and Run, when its context ends) first stops claiming: no
+// claim starts after the stop has begun. A claim already on its way to the
+// store is not cut short (a cut claim could strand timers the store had
+// leased until their leases expire); the timers it brings back are handed
+// straight back to the store, due at once and without counting an attempt,
+// so another worker takes them immediately. Running handlers are waited
+// for until Stop's context ends (for Run, WorkerConfig.ShutdownTimeout);
+// then their contexts are cancelled, and a handler that returns after that
+// leaves its timer due again at once, again without counting an attempt.
+// Stop returns the context's error in that case, and returns only once Run
+// has returned. Stop on a Worker that never ran marks it stopped (Run then
+// returns [ErrStopped]); calling it again is harmless.
+//
+// # Retries and stores without attempt counters
+//
+// A failed handler's timer is retried after [RetryPolicy.Backoff] of its
+// attempt number; a negative RetryPolicy.Jitter turns the jitter off (zero
+// means the default, 0.2). MaxAttempts needs the store's attempt counter:
+// with a store that keeps none (the faststream-compatible Redis layout)
+// every delivery reports Attempt 1, so a timer whose handler keeps failing
+// is retried forever, at the first backoff step; dead-letter such timers
+// from the handler ([DeadLetter]) when that matters.
+//
 // # Guarantees
 //
 // Delivery is at least once. A timer is deleted only by an ack fenced with

@@ -112,6 +112,9 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
 		}
 		m.CorrelationID, m.ContentType, m.Headers = splitHeaders(env)
+		if m.CorrelationID == "" {
+			m.CorrelationID = m.ID // envelopes without one (legacy, raw)
+		}
 		if err := decode(env.Body, &m.Body); err != nil {
 			return &undecodableError{err}
 		}

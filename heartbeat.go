@@ -42,7 +42,9 @@ func (r *runner) heartbeat() {
 			continue
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(r.hctx, interval)
+		// Bounded by the lease, not the interval: an Extend slower than
+		// the interval (a busy store) is still worth waiting for.
+		ctx, cancel := context.WithTimeout(r.hctx, r.opts.Lease)
 		res, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
 		cancel()
 		if err != nil {

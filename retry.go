@@ -36,10 +36,10 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Multiplier == 0 {
 		p.Multiplier = 2
 	}
+	// A negative Jitter (none) stays negative, so that filling in the
+	// defaults twice (TopicOptions, then Backoff) keeps it off.
 	if p.Jitter == 0 {
 		p.Jitter = 0.2
-	} else if p.Jitter < 0 {
-		p.Jitter = 0
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = 25

@@ -163,7 +163,18 @@ func (r *runner) claimLoop() {
 			break
 		}
 
-		res, err := r.drv.Claim(ctx, r.topic, n, r.opts.Lease)
+		// select picks at random among ready cases: a free slot must not
+		// win over a stop that has begun.
+		if r.stopping() {
+			r.releaseSlots(n)
+			return
+		}
+		// The claim is not cancelled by a stop: a claim cut short after the
+		// store leased timers would strand them until their leases expire.
+		// Its timers are released below, unstarted, if a stop has begun.
+		cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
+		res, err := r.drv.Claim(cctx, r.topic, n, r.opts.Lease)
+		ccancel()
 		if err != nil {
 			r.releaseSlots(n)
 			if r.stopping() {
@@ -231,6 +242,17 @@ func (r *runner) claimLoop() {
 			}
 		}
 	}
+}
+
+// storeCallTimeout bounds one Claim or Settle call of a topic: a third of
+// the lease, between 2 s and 5 s. A store that hangs (paused, a network
+// black hole) then turns the worker unhealthy within that time instead of
+// after the client's own read timeouts and retries, and a late Settle
+// still leaves time to retry within the lease. A claim cut short after the
+// store applied it strands its timers until their leases expire (they are
+// delayed, not lost).
+func storeCallTimeout(lease time.Duration) time.Duration {
+	return min(max(lease/3, 2*time.Second), 5*time.Second)
 }
 
 // sleep waits d, or until the claim loop stops (false).

@@ -90,7 +90,7 @@ func (s *settler) flush(batch []settleReq) {
 		for i := range batch {
 			ops[i] = batch[i].op
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
 		res, err := r.drv.Settle(ctx, r.topic, ops)
 		cancel()
 		if err == nil {

@@ -159,25 +159,24 @@ func (w *Worker) Run(ctx context.Context) error {
 // it cancels the handlers' contexts; a timer whose handler was cancelled and
 // returned an error is due again at once, neither lost nor acked. Stop
 // returns ctx's error if handlers had to be cancelled, nil otherwise, and
-// waits for Run to return. Calling Stop on a Worker that is not running
-// marks it stopped.
+// waits for Run to return. Calling Stop on a Worker that never ran marks it
+// stopped (Run then returns ErrStopped); calling Stop again is harmless.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if w.state == 0 {
+		// Never ran: there is nothing to stop, and Run will refuse to start.
 		w.state = 3
 		close(w.stopped)
+		close(w.done)
 		w.mu.Unlock()
 		return nil
 	}
 	w.mu.Unlock()
 	err := w.shutdown(ctx)
-	select {
-	case <-w.done:
-	case <-ctx.Done():
-		if err == nil {
-			err = ctx.Err()
-		}
-	}
+	// Every runner has finished (a handler that ignores its cancelled
+	// context is abandoned after a short grace period), so Run returns
+	// promptly.
+	<-w.done
 	return err
 }
 

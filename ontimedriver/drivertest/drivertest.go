@@ -14,6 +14,13 @@
 //		})
 //	}
 //
+// [RunLibrary] is the second suite, run with the same [Harness]: it drives
+// the store through the public API of package ontime (Client and Workers)
+// and checks what users are promised end to end. A driver package runs
+// both:
+//
+//	func TestLibrary(t *testing.T) { drivertest.RunLibrary(t, harness) }
+//
 // # Time
 //
 // The suite runs on real stores with real time. It reads the store's clock

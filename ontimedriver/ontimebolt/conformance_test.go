@@ -19,3 +19,15 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestLibrary runs the library-level suite (Client and Workers on this
+// store).
+func TestLibrary(t *testing.T) {
+	t.Parallel()
+	drivertest.RunLibrary(t, drivertest.Harness{
+		New: func(t testing.TB) ontimedriver.Driver {
+			d, _ := open(t, nil)
+			return d
+		},
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -96,5 +95,3 @@ func eventually(t testing.TB, within time.Duration, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
-
-func maxProcs() int { return runtime.GOMAXPROCS(0) }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -47,10 +48,17 @@ type env struct {
 }
 
 // Main runs the command line and returns the exit code. SIGINT and SIGTERM
-// cancel the running command (serve shuts down gracefully).
+// cancel the running command (serve shuts down gracefully); a second one
+// kills the process.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal a second one ends the process at once
+		// (serve's graceful stop can take up to shutdown_timeout).
+		<-ctx.Done()
+		stop()
+	}()
 	return Run(ctx, args, stdin, stdout, stderr, os.LookupEnv)
 }
 
@@ -71,7 +79,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if isFlagError(err) {
+	if isFlagError(err) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return ExitUsage
 	}
 	return ExitError

@@ -43,7 +43,9 @@ type Config struct {
 	// RedisLayout is "native" (default) or "compat" (the
 	// faststream-redis-timers layout).
 	RedisLayout string `toml:"redis_layout"`
-	// RedisPrefix is glued in front of every Redis key. Default "".
+	// RedisPrefix starts every key of the native layout. Default "" (the
+	// driver's "ontime:"). The compat layout has fixed key names and
+	// refuses a prefix.
 	RedisPrefix string `toml:"redis_prefix"`
 	// MaxBodyBytes caps a message body. Default 1 MiB.
 	MaxBodyBytes int64 `toml:"max_body_bytes"`
@@ -274,6 +276,12 @@ func (c *Config) Validate() error {
 		if err := CheckRedisURL(c.Redis); err != nil {
 			bad("redis: %v", err)
 		}
+	}
+	if c.RedisLayout == "compat" && c.RedisPrefix != "" {
+		bad("redis_prefix %q: the compat layout has fixed key names (timers_timeline:<topic>, timers_payloads:<topic>)", c.RedisPrefix)
+	}
+	if strings.ContainsAny(c.RedisPrefix, "{}") {
+		bad("redis_prefix %q must not contain '{' or '}'", c.RedisPrefix)
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes %d is negative", c.MaxBodyBytes)

@@ -64,6 +64,8 @@ type topicRun struct {
 	watch   int           // connected watchers
 	watchCh chan *Item    // shared by the topic's watchers; unbuffered
 	nobody  chan struct{} // closed when the last watcher leaves
+	queue   itemHeap      // timers waiting for a watcher, see order.go
+	kick    chan struct{} // wakes the pump; buffer 1
 }
 
 // New checks every configured target and returns a Dispatcher; Start
@@ -141,7 +143,7 @@ func (d *Dispatcher) start(topic string) (*topicRun, error) {
 	_, configured := cfg.Topics[topic]
 	tr := &topicRun{
 		d: d, name: topic, target: target, configured: configured, lastSeen: time.Now(),
-		watchCh: make(chan *Item),
+		watchCh: make(chan *Item), kick: make(chan struct{}, 1),
 	}
 	w := ontime.NewWorker(d.o.Client, &ontime.WorkerConfig{
 		Logger:          d.log,
@@ -296,25 +298,23 @@ func (tr *topicRun) handle(ctx context.Context, m *ontime.Message[[]byte]) error
 		ID: m.ID, Topic: m.Topic, Due: m.Due, Attempt: m.Attempt, Headers: m.Headers,
 		CorrelationID: m.CorrelationID, ContentType: m.ContentType, Body: m.Body,
 	}
-	if ch, nobody := tr.watching(); ch != nil {
-		it := &Item{Msg: msg, done: make(chan error, 1)}
+	it := &Item{Msg: msg, done: make(chan error, 1)}
+	if tr.enqueue(it) {
 		select {
-		case ch <- it:
-			select {
-			case err := <-it.done:
-				if err != nil {
-					// The watcher went away before the message was written:
-					// due again at once, not counted as a failure.
-					return ontime.Snooze(0)
-				}
+		case err := <-it.done:
+			switch {
+			case err == nil:
 				tr.d.delivered.Add(1)
 				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			case errors.Is(err, errNobody):
+				// The last watcher left first: the target takes it.
+			default:
+				// The watcher went away before the message was written:
+				// due again at once, not counted as a failure.
+				return ontime.Snooze(0)
 			}
-		case <-nobody:
-			// The last watcher left: the target takes over.
 		case <-ctx.Done():
+			it.abandon()
 			return ctx.Err()
 		}
 	}
@@ -334,6 +334,7 @@ func (tr *topicRun) handle(ctx context.Context, m *ontime.Message[[]byte]) error
 type Item struct {
 	Msg  *Message
 	done chan error
+	itemState
 }
 
 // Done reports the outcome of writing the item.
@@ -363,6 +364,7 @@ func (d *Dispatcher) Watch(topic string) (*Watcher, error) {
 	tr.wmu.Lock()
 	if tr.watch == 0 {
 		tr.nobody = make(chan struct{})
+		go tr.pump(tr.nobody)
 	}
 	tr.watch++
 	tr.wmu.Unlock()
@@ -393,15 +395,4 @@ func (tr *topicRun) watchers() int {
 	tr.wmu.Lock()
 	defer tr.wmu.Unlock()
 	return tr.watch
-}
-
-// watching returns the watcher channel and the channel closed when the
-// last watcher leaves, or nil when nobody watches.
-func (tr *topicRun) watching() (chan *Item, chan struct{}) {
-	tr.wmu.Lock()
-	defer tr.wmu.Unlock()
-	if tr.watch == 0 {
-		return nil, nil
-	}
-	return tr.watchCh, tr.nobody
 }

@@ -1,0 +1,668 @@
+package main_test
+
+// End-to-end tests: the real binary (built by TestMain), `ontime serve` on a
+// free port, the CLI verbs as child processes, the API over loopback with
+// every answer checked against openapi.json. The same suite runs on the
+// embedded store and, when redis-server is installed, on Redis (both
+// layouts where they differ).
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// backend says where a test's server keeps its timers.
+type backend struct {
+	name  string
+	redis *testredis.Server // nil: embedded store
+}
+
+// storeArgs returns the serve flags of a fresh, private store: a new data
+// directory, or a new key prefix on the shared redis-server. Restarting
+// with the same flags finds the same timers.
+func (b *backend) storeArgs(t *testing.T, extra ...string) []string {
+	if b.redis == nil {
+		return append([]string{"--data-dir", filepath.Join(t.TempDir(), "data")}, extra...)
+	}
+	prefix := fmt.Sprintf("e2e%d:", time.Now().UnixNano())
+	return append([]string{"--redis", b.redis.URL(), "--redis-prefix", prefix}, extra...)
+}
+
+func TestE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end tests start processes; skipped with -short")
+	}
+	backends := []*backend{{name: "embedded"}}
+	if testredis.Available() {
+		rs, err := testredis.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rs.Stop)
+		backends = append(backends, &backend{name: "redis", redis: rs})
+	} else {
+		t.Log("redis-server is not installed: the Redis half is skipped")
+	}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			t.Run("watch", func(t *testing.T) { t.Parallel(); testWatch(t, b) })
+			t.Run("messages", func(t *testing.T) { t.Parallel(); testMessages(t, b) })
+			t.Run("restart", func(t *testing.T) { t.Parallel(); testRestart(t, b) })
+			t.Run("webhook", func(t *testing.T) { t.Parallel(); testWebhook(t, b) })
+			t.Run("bad_input", func(t *testing.T) { t.Parallel(); testBadInput(t, b) })
+			t.Run("auth", func(t *testing.T) { t.Parallel(); testAuth(t, b) })
+			if b.redis != nil {
+				t.Run("redis_stream", func(t *testing.T) { t.Parallel(); testRedisStream(t, b) })
+				t.Run("compat_layout", func(t *testing.T) { t.Parallel(); testCompat(t, b) })
+				t.Run("cli_direct", func(t *testing.T) { t.Parallel(); testCLIDirect(t, b) })
+			}
+		})
+	}
+}
+
+// expect is a timer the test waits to see printed by `ontime watch`.
+type expect struct {
+	body string
+	due  time.Time
+}
+
+// checkWatch waits for want (sorted here by due time) on w's stdout and
+// checks every line: the format "2006-01-02 15:04:05: <body>" with the due
+// time in UTC, the order, and the instant it was printed: not before the
+// due time (less a little clock reading slack) and within a second after.
+func checkWatch(t *testing.T, w *proc, want []expect) {
+	t.Helper()
+	sort.SliceStable(want, func(i, j int) bool { return want[i].due.Before(want[j].due) })
+	last := want[len(want)-1].due
+	got := w.waitLines(time.Until(last)+10*time.Second, len(want))
+	for i, l := range got {
+		if i >= len(want) {
+			t.Errorf("extra line %q", l.text)
+			continue
+		}
+		wl := want[i].due.UTC().Format("2006-01-02 15:04:05") + ": " + want[i].body
+		if l.text != wl {
+			t.Errorf("line %d: %q, want %q\nall lines:\n%s", i, l.text, wl, dump(got))
+			continue
+		}
+		late := l.at.Sub(want[i].due)
+		if late < -5*time.Millisecond || late >= time.Second {
+			t.Errorf("line %q printed at %s, %s after its due time %s", l.text,
+				l.at.UTC().Format("15:04:05.000"), late, want[i].due.UTC().Format("15:04:05.000"))
+		}
+		t.Logf("%s printed %s late", l.text, late.Round(time.Microsecond))
+	}
+}
+
+// watch starts `ontime watch topic` against s and waits until it streams.
+func watch(t *testing.T, s *srv, env []string, topic string, more ...string) *proc {
+	t.Helper()
+	w := start(t, env, append([]string{"watch", topic, "--server", s.URL}, more...)...)
+	w.waitStderr(30*time.Second, "watching "+topic)
+	return w
+}
+
+// testWatch schedules through the API and the CLI (at and in, text and
+// JSON bodies, a topic that needs escaping), cancels one, and checks that
+// `ontime watch` prints each at its second, in order.
+func testWatch(t *testing.T, b *backend) {
+	s := serve(t, nil, b.storeArgs(t)...)
+	a := newAPI(t, s)
+	const topic = "e2e/watch"
+	tp := "/v1/topics/" + url.PathEscape(topic)
+	w := watch(t, s, nil, topic)
+
+	// Far enough out that every schedule below (several CLI runs of a race
+	// build on a loaded machine) is done before the first one fires.
+	base := time.Now().Truncate(time.Second).Add(8 * time.Second)
+	var want []expect
+	post := func(id string, body any, at time.Time) {
+		r := a.must(201, "POST", tp+"/timers", map[string]any{"id": id, "body": body, "at": at.Format(time.RFC3339Nano)})
+		var c wire.Created
+		r.decode(t, &c)
+		if !c.DueAt.Equal(at) || c.ID != id || c.Topic != topic {
+			t.Fatalf("created %+v, want %s due %s", c, id, at)
+		}
+	}
+	// Out of order on purpose.
+	post("third", "api third", base.Add(2*time.Second))
+	want = append(want, expect{"api third", base.Add(2 * time.Second)})
+	post("first", "api first", base)
+	want = append(want, expect{"api first", base})
+	post("json", map[string]any{"n": 1, "ok": true}, base.Add(2500*time.Millisecond))
+	want = append(want, expect{`{"n":1,"ok":true}`, base.Add(2500 * time.Millisecond)})
+
+	out := mustCLI(t, s, nil, "schedule", topic, "cli second", "--at", base.Add(time.Second).Format(time.RFC3339), "--id", "second", "--json")
+	var c wire.Created
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.ID != "second" || !c.DueAt.Equal(base.Add(time.Second)) {
+		t.Fatalf("schedule --json printed %q (%v)", out, err)
+	}
+	want = append(want, expect{"cli second", c.DueAt})
+
+	// --in lands half way between two seconds, so the order is clear.
+	in := time.Until(base.Add(1500 * time.Millisecond)).Round(time.Millisecond)
+	out = mustCLI(t, s, nil, "schedule", topic, "cli in", "--in", in.String(), "--json")
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("schedule --json printed %q: %v", out, err)
+	}
+	want = append(want, expect{"cli in", c.DueAt})
+
+	// A cancelled timer never prints; cancelling it again exits 3.
+	post("gone", "cancelled", base.Add(1200*time.Millisecond))
+	if out := mustCLI(t, s, nil, "cancel", topic, "gone"); !strings.Contains(out, "cancelled gone") {
+		t.Errorf("cancel printed %q", out)
+	}
+	if _, _, code := cli(t, s, nil, "cancel", topic, "gone"); code != 3 {
+		t.Errorf("second cancel: exit %d, want 3", code)
+	}
+	// The table lists what is left, by due time.
+	out = mustCLI(t, s, nil, "ls", topic)
+	if i, j := strings.Index(out, "second"), strings.Index(out, "third"); i < 0 || j < i || strings.Contains(out, "gone") {
+		t.Errorf("ls:\n%s", out)
+	}
+
+	checkWatch(t, w, want)
+	// Each was acked after it was printed: nothing is left.
+	waitAPI(t, 5*time.Second, "an empty topic", func() bool {
+		var p wire.TimerPage
+		a.must(200, "GET", tp+"/timers", nil).decode(t, &p)
+		return len(p.Timers) == 0
+	})
+	if code := w.stop(syscall.SIGINT); code != 0 {
+		t.Errorf("watch exited %d after SIGINT; stderr:\n%s", code, w.stderr())
+	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM; stderr:\n%s", code, s.stderr())
+	}
+}
+
+// waitAPI polls cond.
+func waitAPI(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// testMessages is the README's quick start: POST /messages, then
+// `ontime watch messages`.
+func testMessages(t *testing.T, b *backend) {
+	s := serve(t, nil, b.storeArgs(t)...)
+	a := newAPI(t, s)
+	w := watch(t, s, nil, "messages")
+	var want []expect
+	for _, m := range []struct {
+		text  string
+		delay float64
+	}{{"tea is ready", 2}, {"hello", 1}, {"half", 1.5}} {
+		sent := time.Now()
+		r := a.must(201, "POST", "/messages", map[string]any{"message": m.text, "delay_sec": m.delay})
+		var out wire.MessageOut
+		r.decode(t, &out)
+		wantDue := sent.Add(time.Duration(m.delay * float64(time.Second)))
+		if out.ID == "" || out.ScheduledFor < wantDue.Unix()-1 || out.ScheduledFor > wantDue.Unix()+1 {
+			t.Fatalf("POST /messages answered %s, want scheduled_for about %d", r.body, wantDue.Unix())
+		}
+		// The exact due instant, for the lateness check.
+		var tm wire.Timer
+		a.must(200, "GET", "/v1/topics/messages/timers/"+url.PathEscape(out.ID), nil).decode(t, &tm)
+		if tm.DueAt.Unix() != out.ScheduledFor {
+			t.Errorf("scheduled_for %d, stored due %s", out.ScheduledFor, tm.DueAt)
+		}
+		want = append(want, expect{m.text, tm.DueAt})
+	}
+	checkWatch(t, w, want)
+}
+
+// testRestart stops the server (crash, then graceful) and checks that the
+// timers survive with everything they carry, and fire after the restart.
+func testRestart(t *testing.T, b *backend) {
+	args := b.storeArgs(t)
+	s := serve(t, nil, args...)
+	a := newAPI(t, s)
+	const topic = "restart"
+	soon := time.Now().Truncate(time.Second).Add(10 * time.Second) // after both restarts, even on a loaded machine
+	a.must(201, "POST", "/v1/topics/restart/timers", map[string]any{
+		"id": "far-api", "body": "later", "delay": "1h", "headers": map[string]string{"k": "v"}, "correlation_id": "corr-1",
+	})
+	mustCLI(t, s, nil, "schedule", topic, "far cli", "--in", "2h", "--id", "far-cli", "--header", "a=b", "--header", "c=d=e")
+	a.must(201, "POST", "/v1/topics/restart/timers", map[string]any{"id": "soon", "body": "after restart", "at": soon.Format(time.RFC3339)})
+	before := map[string]string{}
+	for _, id := range []string{"far-api", "far-cli", "soon"} {
+		before[id] = string(a.must(200, "GET", "/v1/topics/restart/timers/"+id, nil).body)
+	}
+
+	// Crash: SIGKILL, no graceful anything.
+	if code := s.stop(syscall.SIGKILL); code != -1 {
+		t.Errorf("serve exited %d after SIGKILL", code)
+	}
+	s = serve(t, nil, args...)
+	a = newAPI(t, s)
+	for id, was := range before {
+		if now := string(a.must(200, "GET", "/v1/topics/restart/timers/"+id, nil).body); now != was {
+			t.Errorf("%s changed across a crash:\n was %s\n now %s", id, was, now)
+		}
+	}
+	out := mustCLI(t, s, nil, "ls", topic, "--json")
+	var page wire.TimerPage
+	if err := json.Unmarshal([]byte(out), &page); err != nil {
+		t.Fatalf("ls --json: %q: %v", out, err)
+	}
+	var ids []string
+	for _, tm := range page.Timers {
+		ids = append(ids, tm.ID)
+	}
+	if !slices.Equal(ids, []string{"soon", "far-api", "far-cli"}) {
+		t.Errorf("ls --json after the crash lists %v", ids)
+	}
+	out = mustCLI(t, s, nil, "get", topic, "far-cli")
+	for _, want := range []string{"a=b", "c=d=e", "far cli", "scheduled"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("get far-cli does not show %q:\n%s", want, out)
+		}
+	}
+
+	// The soon timer fires after the restart, at its second; the --json
+	// watch prints each event's data, which must match the Event schema.
+	w := watch(t, s, nil, topic, "--json")
+	lines := w.waitLines(time.Until(soon)+10*time.Second, 1)
+	if err := spec.CheckSchema("Event", []byte(lines[0].text)); err != nil {
+		t.Errorf("event %s: %v", lines[0].text, err)
+	}
+	var ev wire.Event
+	if err := json.Unmarshal([]byte(lines[0].text), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.ID != "soon" || string(ev.Body) != `"after restart"` || !ev.DueAt.Equal(soon) || ev.Attempt != 1 {
+		t.Errorf("event %s", lines[0].text)
+	}
+	if late := lines[0].at.Sub(soon); late < -5*time.Millisecond || late >= time.Second {
+		t.Errorf("the timer due at %s printed %s late", soon.Format(time.RFC3339), late)
+	}
+	w.stop(syscall.SIGINT)
+
+	// Graceful restart.
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("serve exited %d after SIGTERM; stderr:\n%s", code, s.stderr())
+	}
+	s = serve(t, nil, args...)
+	a = newAPI(t, s)
+	for _, id := range []string{"far-api", "far-cli"} {
+		if now := string(a.must(200, "GET", "/v1/topics/restart/timers/"+id, nil).body); now != before[id] {
+			t.Errorf("%s changed across a restart:\n was %s\n now %s", id, before[id], now)
+		}
+	}
+	a.must(404, "GET", "/v1/topics/restart/timers/soon", nil)
+}
+
+// hookServer is a webhook receiver that checks signatures.
+type hookServer struct {
+	*httptest.Server
+	secret string
+	answer func(n int) int
+
+	mu   sync.Mutex
+	reqs []hookCall
+}
+
+type hookCall struct {
+	at     time.Time
+	header http.Header
+	body   []byte
+	sigOK  bool
+}
+
+func newHookServer(t *testing.T, secret string, answer func(n int) int) *hookServer {
+	h := &hookServer{secret: secret, answer: answer}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(h.secret))
+		mac.Write(body)
+		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+		ok := hmac.Equal([]byte(r.Header.Get("Ontime-Signature")), []byte(want))
+		h.mu.Lock()
+		h.reqs = append(h.reqs, hookCall{at: time.Now(), header: r.Header.Clone(), body: body, sigOK: ok})
+		n := len(h.reqs)
+		h.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(h.answer(n))
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookServer) calls() []hookCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookCall(nil), h.reqs...)
+}
+
+// testWebhook delivers to an http target configured in a TOML file: the
+// first answer is a 500, which is retried; every request carries a
+// signature the receiver verifies. A topic without a target logs its
+// timers. A webhook that always fails dead-letters the timer.
+func testWebhook(t *testing.T, b *backend) {
+	hook := newHookServer(t, "hook-secret", func(n int) int {
+		if n == 1 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	})
+	dead := newHookServer(t, "hook-secret", func(int) int { return http.StatusBadGateway })
+	cfg := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[topics.hooks]
+concurrency = 2
+retry = { min_delay = "200ms", max_delay = "200ms", max_attempts = 5 }
+target = { type = "http", url = %q, secret_env = "E2E_HOOK_SECRET", timeout = "5s", headers = { X-Static = "yes" } }
+
+[topics.doomed]
+retry = { min_delay = "50ms", max_delay = "50ms", max_attempts = 2 }
+target = { type = "http", url = %q, secret = "hook-secret" }
+`, hook.URL, dead.URL)), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, []string{"E2E_HOOK_SECRET=hook-secret"}, b.storeArgs(t, "--config", cfg)...)
+	a := newAPI(t, s)
+
+	r := a.must(201, "POST", "/v1/topics/hooks/timers", map[string]any{
+		"id": "h1", "body": map[string]any{"order": 42}, "delay": "0s",
+		"headers": map[string]string{"X-Trace": "abc"}, "correlation_id": "corr-9",
+	})
+	var c wire.Created
+	r.decode(t, &c)
+	waitAPI(t, 15*time.Second, "two webhook calls", func() bool { return len(hook.calls()) >= 2 })
+	waitAPI(t, 5*time.Second, "the ack", func() bool { return a.do("GET", "/v1/topics/hooks/timers/h1", nil).status == 404 })
+	calls := hook.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d webhook calls, want 2", len(calls))
+	}
+	for i, call := range calls {
+		h := call.header
+		checks := map[string]string{
+			"Ontime-Id": "h1", "Ontime-Topic": "hooks", "Ontime-Attempt": fmt.Sprint(i + 1),
+			"Ontime-Correlation-Id": "corr-9", "Content-Type": "application/json",
+			"X-Trace": "abc", "X-Static": "yes",
+		}
+		if i == 0 {
+			// A retry is due again at its own instant; Ontime-Due-At is
+			// the instant this delivery became due.
+			checks["Ontime-Due-At"] = c.DueAt.UTC().Format(time.RFC3339Nano)
+		}
+		for k, v := range checks {
+			if h.Get(k) != v {
+				t.Errorf("call %d: header %s = %q, want %q", i+1, k, h.Get(k), v)
+			}
+		}
+		if !call.sigOK {
+			t.Errorf("call %d: signature %q does not verify", i+1, h.Get("Ontime-Signature"))
+		}
+		if string(call.body) != `{"order":42}` {
+			t.Errorf("call %d: body %q", i+1, call.body)
+		}
+	}
+	if gap := calls[1].at.Sub(calls[0].at); gap < 150*time.Millisecond {
+		t.Errorf("the retry came %s after the failure; the policy says 200ms", gap)
+	}
+
+	// Always failing: two attempts, then a dead letter, listed by the CLI
+	// and replayed.
+	a.must(201, "POST", "/v1/topics/doomed/timers", map[string]any{"id": "d1", "body": "x", "delay": "0s"})
+	waitAPI(t, 15*time.Second, "a dead letter", func() bool {
+		var p wire.DeadPage
+		a.must(200, "GET", "/v1/topics/doomed/dead", nil).decode(t, &p)
+		return len(p.Dead) == 1
+	})
+	if n := len(dead.calls()); n != 2 {
+		t.Errorf("%d calls to the failing webhook, want 2 (max_attempts)", n)
+	}
+	out := mustCLI(t, s, nil, "dead", "doomed")
+	if !strings.Contains(out, "d1") || !strings.Contains(out, "max_attempts") || !strings.Contains(out, "502") {
+		t.Errorf("ontime dead:\n%s", out)
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "d1"); !strings.Contains(out, "purged 1") {
+		t.Errorf("ontime dead --purge: %q", out)
+	}
+
+	// No target configured: the log target writes one line per timer.
+	a.must(201, "POST", "/v1/topics/plain/timers", map[string]any{"id": "p1", "body": "to the log", "delay": "0s"})
+	s.waitStderr(10*time.Second, `msg="timer fired" topic=plain id=p1`)
+
+	// stats counts the server's deliveries.
+	var st wire.Stats
+	out = mustCLI(t, s, nil, "stats", "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("stats --json %q: %v", out, err)
+	}
+	if st.Delivered < 2 || st.Failed < 3 {
+		t.Errorf("stats %+v: want delivered >= 2, failed >= 3", st)
+	}
+	if err := spec.CheckSchema("Stats", []byte(out)); err != nil {
+		t.Errorf("stats: %v", err)
+	}
+}
+
+// testBadInput sends every bad request of the table to the real server,
+// checks status and code (and, through the transport, the document), that
+// nothing was stored, and the CLI's exit codes for bad input.
+func testBadInput(t *testing.T, b *backend) {
+	s := serve(t, nil, b.storeArgs(t, "--max-body-bytes", "1024")...)
+	a := newAPI(t, s)
+	for _, c := range apitest.BadInputs(1024) {
+		var body any
+		if c.Body != "" || c.Method == "POST" {
+			body = c.Body
+		}
+		r := a.do(c.Method, c.Path, body)
+		if r.status != c.Status || r.code() != c.Code {
+			t.Errorf("%s: got %d %s, want %d %s", c.Name, r.status, r.body, c.Status, c.Code)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"schedule", "t", "x"}, 2, "exactly one of --in and --at"},
+		{[]string{"schedule", "t", "x", "--in", "1s", "--at", "2030-01-01T00:00:00Z"}, 2, "exactly one"},
+		{[]string{"schedule", "t", "x", "--in", "5 parsecs"}, 7, "invalid_delay"},
+		{[]string{"schedule", "t", "x", "--at", "2030-01-01T00:00:00"}, 7, "invalid_at"},
+		{[]string{"schedule", "a b", "x", "--in", "1s"}, 7, "invalid_topic"},
+		{[]string{"schedule", "t", "x", "--in", "1s", "--header", "novalue"}, 2, "key=value"},
+		{[]string{"schedule", "t", "x"}, 2, "exactly one"},
+		{[]string{"get", "t", "nope"}, 3, "not_found"},
+		{[]string{"cancel", "t", "nope"}, 3, "not_found"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"ls", "--limit", "x"}, 2, "invalid argument"},
+	} {
+		_, errOut, code := cli(t, s, nil, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("ontime %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.msg)
+		}
+	}
+	// An unreachable server exits 5.
+	_, errOut, code := cli(t, nil, nil, "ls", "--server", "http://127.0.0.1:1")
+	if code != 5 {
+		t.Errorf("unreachable server: exit %d (%s), want 5", code, errOut)
+	}
+	var topics []wire.TopicStats
+	a.must(200, "GET", "/v1/topics", nil).decode(t, &topics)
+	if len(topics) != 0 {
+		t.Errorf("bad requests stored something: %+v", topics)
+	}
+	// The document served is the one the tests check against.
+	if r := a.must(200, "GET", "/v1/openapi.json", nil); !bytes.Equal(r.body, server.OpenAPI) {
+		t.Error("/v1/openapi.json differs from the embedded document")
+	}
+}
+
+// testAuth turns bearer tokens on (from the environment) and checks every
+// kind of caller, and that no token reaches the log.
+func testAuth(t *testing.T, b *backend) {
+	s := serve(t, []string{"ONTIME_TOKENS=tok-alpha, tok-beta"}, b.storeArgs(t, "--log-level", "debug")...)
+	a := newAPI(t, s)
+	for _, p := range []struct{ method, path, body string }{
+		{"GET", "/v1/topics", ""}, {"POST", "/messages", `{"message":"x"}`},
+		{"GET", "/v1/openapi.json", ""}, {"GET", "/v1/topics/t/watch", ""}, {"GET", "/v1/stats", ""},
+		{"POST", "/v1/topics/t/timers", `{"delay":"1s"}`},
+	} {
+		var body any
+		if p.body != "" {
+			body = p.body
+		}
+		if r := a.do(p.method, p.path, body); r.status != 401 || r.code() != "unauthorized" {
+			t.Errorf("%s %s without a token: %d %s", p.method, p.path, r.status, r.body)
+		}
+	}
+	a.must(200, "GET", "/healthz", nil)
+	a.must(200, "GET", "/readyz", nil)
+	a.token = "tok-wrong"
+	a.must(401, "GET", "/v1/topics", nil)
+	a.token = "tok-beta"
+	a.must(201, "POST", "/messages", map[string]any{"message": "authorized", "delay_sec": 3600})
+
+	if _, _, code := cli(t, s, nil, "ls"); code != 6 {
+		t.Errorf("ls without a token: exit %d, want 6", code)
+	}
+	if _, _, code := cli(t, s, nil, "watch", "messages"); code != 6 {
+		t.Errorf("watch without a token: exit %d, want 6", code)
+	}
+	out := mustCLI(t, s, nil, "ls", "--token", "tok-alpha")
+	if !strings.Contains(out, "messages") {
+		t.Errorf("ls --token:\n%s", out)
+	}
+	mustCLI(t, s, []string{"ONTIME_TOKEN=tok-beta"}, "schedule", "t", "x", "--in", "1h")
+	s.stop(syscall.SIGTERM)
+	if log := s.stderr(); strings.Contains(log, "tok-alpha") || strings.Contains(log, "tok-beta") || strings.Contains(log, "tok-wrong") {
+		t.Errorf("a token reached the server log:\n%s", log)
+	}
+}
+
+// testRedisStream delivers a topic to a Redis stream (XADD).
+func testRedisStream(t *testing.T, b *backend) {
+	stream := fmt.Sprintf("e2e-stream-%d", time.Now().UnixNano())
+	cfg := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[topics.events]
+target = { type = "redis-stream", stream = %q, maxlen = 1000 }
+`, stream)), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, nil, b.storeArgs(t, "--config", cfg)...)
+	a := newAPI(t, s)
+	a.must(201, "POST", "/v1/topics/events/timers", map[string]any{
+		"id": "e1", "body": "to the stream", "delay": "200ms", "headers": map[string]string{"k": "v"},
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
+	defer rdb.Close()
+	var msgs []redis.XMessage
+	waitAPI(t, 10*time.Second, "a stream entry", func() bool {
+		msgs, err = rdb.XRange(context.Background(), stream, "-", "+").Result()
+		return err == nil && len(msgs) > 0
+	})
+	v := msgs[0].Values
+	if v["id"] != "e1" || v["topic"] != "events" || v["body"] != "to the stream" || v["attempt"] != "1" ||
+		v["content_type"] != "text/plain" || v["headers"] != `{"k":"v"}` {
+		t.Errorf("stream entry %v", v)
+	}
+	waitAPI(t, 5*time.Second, "the ack", func() bool { return a.do("GET", "/v1/topics/events/timers/e1", nil).status == 404 })
+}
+
+// testCompat runs the server on the faststream-redis-timers layout: keys
+// are the Python library's, and watch works the same.
+func testCompat(t *testing.T, b *backend) {
+	topic := fmt.Sprintf("compat%d", time.Now().UnixNano())
+	s := serve(t, nil, "--redis", b.redis.URL(), "--redis-layout", "compat")
+	a := newAPI(t, s)
+	w := watch(t, s, nil, topic)
+	due := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	a.must(201, "POST", "/v1/topics/"+topic+"/timers", map[string]any{"id": "c1", "body": "compat", "at": due.Format(time.RFC3339)})
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	if n, err := rdb.ZCard(ctx, "timers_timeline:"+topic).Result(); err != nil || n != 1 {
+		t.Errorf("ZCARD timers_timeline:%s = %d, %v; want 1", topic, n, err)
+	}
+	if ok, err := rdb.HExists(ctx, "timers_payloads:"+topic, "c1").Result(); err != nil || !ok {
+		t.Errorf("HEXISTS timers_payloads:%s c1 = %v, %v", topic, ok, err)
+	}
+	checkWatch(t, w, []expect{{"compat", due}})
+}
+
+// testCLIDirect runs the CLI straight against Redis, with no server: the
+// verbs schedule, get, ls, cancel and stats work on the store, and `watch
+// --redis` is a worker that prints each timer at its second and acks it.
+func testCLIDirect(t *testing.T, b *backend) {
+	prefix := fmt.Sprintf("direct%d:", time.Now().UnixNano())
+	flags := []string{"--redis", b.redis.URL(), "--redis-prefix", prefix}
+	run := func(args ...string) string { t.Helper(); return mustCLI(t, nil, nil, append(args, flags...)...) }
+	const topic = "direct"
+	w := start(t, nil, append([]string{"watch", topic}, flags...)...)
+	w.waitStderr(30*time.Second, "watching "+topic)
+
+	base := time.Now().Truncate(time.Second).Add(5 * time.Second)
+	run("schedule", topic, "second", "--at", base.Add(time.Second).Format(time.RFC3339), "--id", "b")
+	run("schedule", topic, "first", "--at", base.Format(time.RFC3339), "--id", "a", "--header", "k=v")
+	run("schedule", topic, "never", "--in", "1h", "--id", "gone")
+	if out := run("get", topic, "a", "--json"); !strings.Contains(out, `"k":"v"`) && !strings.Contains(out, `"k": "v"`) {
+		t.Errorf("get --json printed %q, want the header k=v", out)
+	}
+	if out := run("ls", topic); !strings.Contains(out, "first") || !strings.Contains(out, "second") || !strings.Contains(out, "never") {
+		t.Errorf("ls printed:\n%s", out)
+	}
+	run("cancel", topic, "gone")
+	if _, _, code := cli(t, nil, nil, append([]string{"get", topic, "gone"}, flags...)...); code != 3 {
+		t.Errorf("get of a cancelled timer: exit %d, want 3", code)
+	}
+	checkWatch(t, w, []expect{{"first", base}, {"second", base.Add(time.Second)}})
+	// Acked by the watcher: nothing left.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out := run("ls", topic, "--json")
+		if !strings.Contains(out, `"id"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timers left after watch printed them:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := w.stop(syscall.SIGINT); code != 0 {
+		t.Errorf("watch --redis exited %d after SIGINT; stderr:\n%s", code, w.stderr())
+	}
+}

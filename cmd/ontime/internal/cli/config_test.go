@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+)
+
+// loadFor parses serve's flags and loads the configuration as serve would.
+func loadFor(t *testing.T, vars map[string]string, args ...string) (*config.Config, error) {
+	t.Helper()
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	cmd := newServeCmd(&env{lookup: lookup})
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := cmd.Flags().GetString("config")
+	return loadServeConfig(cmd.Flags(), path, lookup)
+}
+
+// TestServeConfigPrecedence: flags > ONTIME_* > the TOML file > defaults.
+func TestServeConfigPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(file, []byte(`
+listen = "127.0.0.1:1111"
+data_dir = "/from/file"
+log_level = "warn"
+max_body_bytes = 2048
+discover_interval = "3s"
+tokens = ["file-token"]
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := loadFor(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.DataDir != "./ontime-data" || c.Redis != "" || c.MaxBodyBytes != 1<<20 ||
+		c.LogLevel != "info" || c.DiscoverInterval.D() != time.Second || len(c.Tokens) != 0 {
+		t.Errorf("defaults: %+v", c)
+	}
+
+	c, err = loadFor(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:1111" || c.DataDir != "/from/file" || c.LogLevel != "warn" || c.MaxBodyBytes != 2048 ||
+		c.DiscoverInterval.D() != 3*time.Second || strings.Join(c.Tokens, ",") != "file-token" {
+		t.Errorf("file: %+v", c)
+	}
+
+	env := map[string]string{
+		"ONTIME_CONFIG": file, "ONTIME_LISTEN": "127.0.0.1:2222", "ONTIME_LOG_LEVEL": "debug",
+		"ONTIME_TOKENS": "a, b", "ONTIME_MAX_BODY_BYTES": "4096",
+	}
+	c, err = loadFor(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:2222" || c.DataDir != "/from/file" || c.LogLevel != "debug" || c.MaxBodyBytes != 4096 ||
+		strings.Join(c.Tokens, ",") != "a,b" {
+		t.Errorf("env over file: %+v", c)
+	}
+
+	c, err = loadFor(t, env, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--tokens", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:3333" || c.DataDir != "/from/flag" || c.LogLevel != "debug" || len(c.Tokens) != 0 {
+		t.Errorf("flags over env: %+v", c)
+	}
+}
+
+func TestServeConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"unknown key", nil, []string{"--config", write("a.toml", `lissen = "x"`)}, "unknown keys: lissen"},
+		{"bad toml", nil, []string{"--config", write("b.toml", `listen = `)}, "config"},
+		{"missing file", nil, []string{"--config", filepath.Join(dir, "nope.toml")}, "nope.toml"},
+		{"bad env number", map[string]string{"ONTIME_MAX_BODY_BYTES": "lots"}, nil, "ONTIME_MAX_BODY_BYTES"},
+		{"bad layout", nil, []string{"--redis-layout", "weird"}, "redis_layout"},
+		{"bad redis url", nil, []string{"--redis", "http://x"}, "redis"},
+		{"compat with a prefix", nil, []string{"--redis", "redis://x", "--redis-layout", "compat", "--redis-prefix", "p:"}, "redis_prefix"},
+		{"bad log level", map[string]string{"ONTIME_LOG_LEVEL": "loud"}, nil, "log_level"},
+		{"bad target", nil, []string{"--config", write("c.toml", "[topics.t.target]\ntype = \"carrier-pigeon\"\n")}, "carrier-pigeon"},
+		{"http target without url", nil, []string{"--config", write("d.toml", "[topics.t.target]\ntype = \"http\"\n")}, "target.url"},
+		{"stream without redis", nil, []string{"--config", write("e.toml", "[topics.t.target]\ntype = \"redis-stream\"\n")}, "target.redis"},
+		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},
+		{"missing secret env", nil, []string{"--config", write("g.toml", "[topics.t.target]\ntype = \"http\"\nurl = \"http://x\"\nsecret_env = \"ONTIME_TEST_NO_SUCH_VAR\"\n")}, "secret_env"},
+	} {
+		_, err := loadFor(t, c.env, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package server_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// TestBadInput sends every kind of bad request the API must refuse and
+// checks the status, the error code, and that nothing was stored.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{maxBody: 1024})
+	for _, c := range apitest.BadInputs(1024) {
+		var body any
+		if c.Body != "" || c.Method == "POST" {
+			body = c.Body
+		}
+		r := e.do(c.Method, c.Path, body)
+		if r.status != c.Status || r.code() != c.Code {
+			t.Errorf("%s: got %d %s, want %d %s", c.Name, r.status, r.body, c.Status, c.Code)
+		}
+		var eb wire.Error
+		if err := json.Unmarshal(r.body, &eb); err != nil || eb.Error.Message == "" {
+			t.Errorf("%s: error body %q has no message", c.Name, r.body)
+		}
+	}
+	// Nothing stored.
+	var topics []wire.TopicStats
+	r := e.do("GET", "/v1/topics", nil)
+	e.want(r, 200, "")
+	r.json(t, &topics)
+	if len(topics) != 0 {
+		t.Errorf("bad requests stored something: %s", r.body)
+	}
+}
+
+func TestTimerLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
+
+	// Text body, with headers, a chosen id and an absolute time.
+	r := e.do("POST", "/v1/topics/orders/timers", map[string]any{
+		"id": "o/1 ü", "body": "hello", "at": at.Format(time.RFC3339Nano),
+		"headers": map[string]string{"k": "v"}, "correlation_id": "c-1",
+	})
+	e.want(r, 201, "")
+	var created wire.Created
+	r.json(t, &created)
+	if created.ID != "o/1 ü" || created.Topic != "orders" || !created.DueAt.Equal(at) {
+		t.Fatalf("created %+v, want id o/1 ü due %s", created, at)
+	}
+	if loc := r.header.Get("Location"); loc != "/v1/topics/orders/timers/o%2F1%20%C3%BC" {
+		t.Errorf("Location %q", loc)
+	}
+	r = e.do("GET", "/v1/topics/orders/timers/"+url.PathEscape("o/1 ü"), nil)
+	e.want(r, 200, "")
+	var got wire.Timer
+	r.json(t, &got)
+	if string(got.Body) != `"hello"` || got.BodyBase64 != nil || got.State != "scheduled" || got.Headers["k"] != "v" ||
+		got.CorrelationID != "c-1" || !got.DueAt.Equal(at) || got.ContentType != "text/plain" {
+		t.Errorf("get: %s", r.body)
+	}
+
+	// JSON and byte bodies round-trip.
+	r = e.do("POST", "/v1/topics/orders/timers", `{"id":"j","body":{"n": 1, "s": [true, null]},"delay":"2h"}`)
+	e.want(r, 201, "")
+	r = e.do("GET", "/v1/topics/orders/timers/j", nil)
+	r.json(t, &got)
+	if string(got.Body) != `{"n":1,"s":[true,null]}` || got.ContentType != "application/json" {
+		t.Errorf("json body: %s", r.body)
+	}
+	raw := []byte{0, 1, 2, 255}
+	r = e.do("POST", "/v1/topics/orders/timers", map[string]any{"id": "b", "body_base64": base64.StdEncoding.EncodeToString(raw), "delay": "3h"})
+	e.want(r, 201, "")
+	r = e.do("GET", "/v1/topics/orders/timers/b", nil)
+	r.json(t, &got)
+	if got.BodyBase64 == nil || *got.BodyBase64 != base64.StdEncoding.EncodeToString(raw) || got.Body != nil {
+		t.Errorf("bytes body: %s", r.body)
+	}
+
+	// if_absent refuses an existing id and changes nothing; a plain publish
+	// reschedules it.
+	r = e.do("POST", "/v1/topics/orders/timers", `{"id":"j","body":"other","delay":"1s","if_absent":true}`)
+	e.want(r, 409, "exists")
+	r = e.do("GET", "/v1/topics/orders/timers/j", nil)
+	r.json(t, &got)
+	if string(got.Body) != `{"n":1,"s":[true,null]}` {
+		t.Errorf("if_absent changed the timer: %s", r.body)
+	}
+	r = e.do("POST", "/v1/topics/orders/timers", `{"id":"j","body":"moved","delay":"30m"}`)
+	e.want(r, 201, "")
+	r = e.do("GET", "/v1/topics/orders/timers/j", nil)
+	r.json(t, &got)
+	if string(got.Body) != `"moved"` || time.Until(got.DueAt) > 31*time.Minute {
+		t.Errorf("reschedule: %s", r.body)
+	}
+
+	// The list is ordered by due time and pages.
+	var ids []string
+	cursor := ""
+	for {
+		path := "/v1/topics/orders/timers?limit=2"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r = e.do("GET", path, nil)
+		e.want(r, 200, "")
+		var page wire.TimerPage
+		r.json(t, &page)
+		for _, tm := range page.Timers {
+			ids = append(ids, tm.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if fmt.Sprint(ids) != "[j o/1 ü b]" {
+		t.Errorf("list order %v, want [j o/1 ü b]", ids)
+	}
+	r = e.do("GET", "/v1/topics/orders/timers?before="+url.QueryEscape(time.Now().Add(90*time.Minute).Format(time.RFC3339)), nil)
+	var page wire.TimerPage
+	r.json(t, &page)
+	if len(page.Timers) != 2 {
+		t.Errorf("before: %d timers, want 2", len(page.Timers))
+	}
+
+	// Batch: per-item results; if_absent per item.
+	r = e.do("POST", "/v1/topics/orders/timers:batch", `[{"id":"n1","delay":"1h"},{"id":"j","delay":"1h","if_absent":true},{"delay":"1h"}]`)
+	e.want(r, 200, "")
+	var br wire.BatchResult
+	r.json(t, &br)
+	if len(br.Results) != 3 || br.Results[0].Status != 201 || br.Results[1].Status != 409 || br.Results[1].Error.Code != "exists" ||
+		br.Results[2].Status != 201 || br.Results[2].ID == "" || br.Results[2].DueAt == nil {
+		t.Errorf("batch: %s", r.body)
+	}
+
+	// Topics and stats count them.
+	r = e.do("GET", "/v1/topics", nil)
+	var topics []wire.TopicStats
+	r.json(t, &topics)
+	if len(topics) != 1 || topics[0].Topic != "orders" || topics[0].Scheduled != 5 {
+		t.Errorf("topics: %s", r.body)
+	}
+	r = e.do("GET", "/v1/stats", nil)
+	e.want(r, 200, "")
+	var st wire.Stats
+	r.json(t, &st)
+	if st.Scheduled != 5 || st.Topics != 1 || st.Store != "embedded" {
+		t.Errorf("stats: %s", r.body)
+	}
+
+	// Cancel.
+	r = e.do("DELETE", "/v1/topics/orders/timers/j", nil)
+	e.want(r, 204, "")
+	r = e.do("GET", "/v1/topics/orders/timers/j", nil)
+	e.want(r, 404, "not_found")
+	r = e.do("DELETE", "/v1/topics/orders/timers/j", nil)
+	e.want(r, 404, "not_found")
+
+	// Health, readiness and the document itself.
+	e.want(e.do("GET", "/healthz", nil), 200, "")
+	e.want(e.do("GET", "/readyz", nil), 200, "")
+	r = e.do("GET", "/v1/openapi.json", nil)
+	e.want(r, 200, "")
+	if !json.Valid(r.body) {
+		t.Error("openapi.json is not JSON")
+	}
+}
+
+func TestSimpleAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	before := time.Now()
+	r := e.do("POST", "/messages", `{"message":"tea is ready","delay_sec":120}`)
+	e.want(r, 201, "")
+	var out wire.MessageOut
+	r.json(t, &out)
+	want := before.Add(120 * time.Second).Unix()
+	if out.ID == "" || out.ScheduledFor < want-1 || out.ScheduledFor > want+1 {
+		t.Errorf("got %+v, want scheduled_for about %d", out, want)
+	}
+	r = e.do("GET", "/v1/topics/messages/timers/"+url.PathEscape(out.ID), nil)
+	e.want(r, 200, "")
+	var tm wire.Timer
+	r.json(t, &tm)
+	if string(tm.Body) != `"tea is ready"` || tm.DueAt.Unix() != out.ScheduledFor {
+		t.Errorf("stored %s", r.body)
+	}
+	// delay_sec may be left out (now) and may have a fraction.
+	e.want(e.do("POST", "/messages", `{"message":"now"}`), 201, "")
+	e.want(e.do("POST", "/messages", `{"message":"soon","delay_sec":0.5}`), 201, "")
+}
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{tokens: []string{"s3cret", "other"}})
+	r := e.do("GET", "/v1/topics", nil)
+	e.want(r, 401, "unauthorized")
+	if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("no WWW-Authenticate: %v", r.header)
+	}
+	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer wrong"), 401, "unauthorized")
+	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "s3cret"), 401, "unauthorized")
+	e.want(e.do("POST", "/messages", `{"message":"x"}`), 401, "unauthorized")
+	e.want(e.do("GET", "/v1/openapi.json", nil), 401, "unauthorized")
+	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer s3cret"), 200, "")
+	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer other"), 200, "")
+	e.want(e.do("GET", "/healthz", nil), 200, "")
+	e.want(e.do("GET", "/readyz", nil), 200, "")
+	// Nothing was stored by the refused publish.
+	n, err := e.client.Count(t.Context(), "messages")
+	if err != nil || n.Scheduled != 0 {
+		t.Errorf("count %+v %v", n, err)
+	}
+}
+
+func TestDeadLetters(t *testing.T) {
+	t.Parallel()
+	// A webhook that always fails, one attempt allowed: the timer dies at
+	// once.
+	hook := newHook(t, func(int) int { return http.StatusInternalServerError })
+	e := newEnv(t, envOpts{cfg: hookConfig("doomed", hook.URL, "", 1)})
+	e.want(e.do("POST", "/v1/topics/doomed/timers", `{"id":"d1","body":"x","delay":"0s"}`), 201, "")
+	var page wire.DeadPage
+	waitFor(t, 10*time.Second, "a dead letter", func() bool {
+		r := e.do("GET", "/v1/topics/doomed/dead", nil)
+		e.want(r, 200, "")
+		r.json(t, &page)
+		return len(page.Dead) == 1
+	})
+	d := page.Dead[0]
+	if d.ID != "d1" || d.Reason != "max_attempts" || !strings.Contains(d.LastError, "500") || string(d.Body) != `"x"` {
+		t.Errorf("dead letter %+v", d)
+	}
+	r := e.do("POST", "/v1/topics/doomed/dead:purge", `{"ids":["nope"]}`)
+	var n wire.Count
+	r.json(t, &n)
+	if n.Count != 0 {
+		t.Errorf("purged %d unknown ids", n.Count)
+	}
+	// Replay: it fails again and dies again.
+	r = e.do("POST", "/v1/topics/doomed/dead:replay", nil)
+	e.want(r, 200, "")
+	r.json(t, &n)
+	if n.Count != 1 {
+		t.Errorf("replayed %d, want 1", n.Count)
+	}
+	waitFor(t, 10*time.Second, "a second attempt", func() bool { return hook.calls() >= 2 })
+	waitFor(t, 10*time.Second, "the dead letter again", func() bool {
+		r := e.do("GET", "/v1/topics/doomed/dead", nil)
+		r.json(t, &page)
+		return len(page.Dead) == 1
+	})
+	r = e.do("POST", "/v1/topics/doomed/dead:purge", nil)
+	r.json(t, &n)
+	if n.Count != 1 {
+		t.Errorf("purged %d, want 1", n.Count)
+	}
+}

@@ -1,0 +1,256 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+)
+
+var spec *apitest.Spec
+
+func TestMain(m *testing.M) {
+	var err error
+	spec, err = apitest.Load(server.OpenAPI)
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// env is an API on a fresh embedded store, behind an httptest server.
+type env struct {
+	t      *testing.T
+	url    string
+	hc     *http.Client
+	client *ontime.Client
+	disp   *delivery.Dispatcher
+	tr     *apitest.Transport
+}
+
+type envOpts struct {
+	maxBody int64
+	tokens  []string
+	cfg     *config.Config
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "ontime.db"), &ontimebolt.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ontime.NewClient(drv, &ontime.Config{Logger: log, MaxBodyBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := o.cfg
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	cfg.Fill()
+	cfg.DiscoverInterval = config.Duration(50 * time.Millisecond)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	disp, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp.Start()
+	done := make(chan struct{})
+	api := server.New(server.Options{
+		Client: client, Dispatcher: disp, StoreKind: "embedded", MaxBodyBytes: o.maxBody,
+		Tokens: o.tokens, Logger: log, Done: done,
+	})
+	ts := httptest.NewServer(api)
+	t.Cleanup(func() {
+		close(done)
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := disp.Shutdown(ctx); err != nil {
+			t.Errorf("dispatcher shutdown: %v", err)
+		}
+		if err := drv.Close(); err != nil {
+			t.Errorf("driver close: %v", err)
+		}
+	})
+	tr := &apitest.Transport{Spec: spec, T: t}
+	return &env{t: t, url: ts.URL, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, disp: disp, tr: tr}
+}
+
+// response is a decoded answer.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) json(t *testing.T, v any) {
+	t.Helper()
+	reflect.ValueOf(v).Elem().SetZero() // no field left over from an earlier answer
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("answer %q does not decode: %v", r.body, err)
+	}
+}
+
+func (r *response) code() string {
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+// do sends a request; body is a string (sent as is) or a value (JSON).
+func (e *env) do(method, path string, body any, hdr ...string) *response {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// want checks the status (and the error code for errors).
+func (e *env) want(r *response, status int, code string) {
+	e.t.Helper()
+	if r.status != status || (code != "" && r.code() != code) {
+		e.t.Fatalf("got %d %s, want %d %s", r.status, r.body, status, code)
+	}
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hook is a webhook receiver: it answers each call with status(n), n
+// counting calls from 1, and records what it received. With a secret it
+// checks the Ontime-Signature of every call.
+type hook struct {
+	*httptest.Server
+	t      *testing.T
+	secret string
+	status func(n int) int
+
+	mu   sync.Mutex
+	reqs []hookReq
+}
+
+type hookReq struct {
+	header http.Header
+	body   []byte
+	status int
+	sigOK  bool
+}
+
+func newHook(t *testing.T, status func(n int) int) *hook {
+	return newSignedHook(t, "", status)
+}
+
+func newSignedHook(t *testing.T, secret string, status func(n int) int) *hook {
+	h := &hook{t: t, secret: secret, status: status}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		sigOK := true
+		if h.secret != "" {
+			mac := hmac.New(sha256.New, []byte(h.secret))
+			mac.Write(body)
+			want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+			sigOK = hmac.Equal([]byte(r.Header.Get("Ontime-Signature")), []byte(want))
+		}
+		h.mu.Lock()
+		n := len(h.reqs) + 1
+		st := h.status(n)
+		if !sigOK {
+			st = http.StatusUnauthorized
+		}
+		h.reqs = append(h.reqs, hookReq{header: r.Header.Clone(), body: body, status: st, sigOK: sigOK})
+		h.mu.Unlock()
+		w.WriteHeader(st)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hook) calls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.reqs)
+}
+
+// hookConfig delivers topic to url, signed with secret, giving up after
+// maxAttempts attempts spaced 50ms apart.
+func hookConfig(topic, url, secret string, maxAttempts int) *config.Config {
+	return &config.Config{Topics: map[string]config.Topic{
+		topic: {
+			Retry: config.Retry{
+				MinDelay: config.Duration(50 * time.Millisecond), MaxDelay: config.Duration(50 * time.Millisecond),
+				MaxAttempts: maxAttempts,
+			},
+			Target: &config.Target{Type: config.TargetHTTP, URL: url, Secret: secret, Timeout: config.Duration(5 * time.Second)},
+		},
+	}}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main_test
+
+import "os/exec"
+
+func childAttr(*exec.Cmd) {}

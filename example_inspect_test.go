@@ -1,0 +1,152 @@
+package ontime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/ontime-go/ontime"
+)
+
+// Get shows one timer: where it is, when it is due, its envelope.
+func ExampleClient_Get() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+
+	due := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	client.Publish(ctx, "reminders", "renew the certificate",
+		ontime.WithID("cert-renewal"), ontime.At(due), ontime.WithHeader("owner", "ops"))
+
+	t, err := client.Get(ctx, "reminders", "cert-renewal")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(t.ID, t.State, t.Due.Equal(due), t.Attempt)
+	fmt.Printf("%s %q owner=%s\n", t.ContentType, t.Body, t.Headers["owner"])
+
+	_, err = client.Get(ctx, "reminders", "no-such-timer")
+	fmt.Println(errors.Is(err, ontime.ErrNotFound))
+	// Output:
+	// cert-renewal scheduled true 0
+	// text/plain "renew the certificate" owner=ops
+	// true
+}
+
+// List pages through a topic's timers in due order; Count counts them.
+func ExampleClient_List() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+
+	for i, d := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+		client.Publish(ctx, "jobs", fmt.Sprintf("job %d", i), ontime.WithID(fmt.Sprintf("job-%d", i)), ontime.In(d))
+	}
+
+	opts := ontime.ListOptions{Limit: 2}
+	for page := 1; ; page++ {
+		p, err := client.List(ctx, "jobs", opts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, t := range p.Timers {
+			fmt.Printf("page %d: %s %s\n", page, t.ID, t.Body)
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		opts.Cursor = p.NextCursor
+	}
+	n, _ := client.Count(ctx, "jobs")
+	fmt.Println("scheduled:", n.Scheduled)
+	// Output:
+	// page 1: job-1 job 1
+	// page 1: job-2 job 2
+	// page 2: job-0 job 0
+	// scheduled: 3
+}
+
+// Cancel deletes a timer before it fires; publishing the same id again
+// reschedules it instead.
+func ExampleClient_Cancel() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+
+	client.Publish(ctx, "trials", "trial ends", ontime.WithID("user-7"), ontime.In(14*24*time.Hour))
+	client.Publish(ctx, "trials", "trial ends", ontime.WithID("user-8"), ontime.In(14*24*time.Hour))
+
+	// User 7 subscribed: the trial-end message must not go out.
+	fmt.Println(client.Cancel(ctx, "trials", "user-7"))
+	fmt.Println(errors.Is(client.Cancel(ctx, "trials", "user-7"), ontime.ErrNotFound))
+
+	// User 8 got a week more: same id, new due time.
+	client.Publish(ctx, "trials", "trial ends", ontime.WithID("user-8"), ontime.In(21*24*time.Hour))
+	// IfAbsent never overwrites.
+	_, err := client.Publish(ctx, "trials", "trial ends", ontime.WithID("user-8"), ontime.IfAbsent())
+	fmt.Println(errors.Is(err, ontime.ErrExists))
+
+	n, _ := client.Count(ctx, "trials")
+	fmt.Println("scheduled:", n.Scheduled)
+	// Output:
+	// <nil>
+	// true
+	// true
+	// scheduled: 1
+}
+
+// A handler dead-letters a message it cannot process; an operator lists the
+// dead letters, fixes the cause and replays them.
+func ExampleClient_DeadLetters() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	client.Publish(ctx, "emails", "welcome mail", ontime.WithID("mail-1"))
+
+	fixed := make(chan bool, 1)
+	fixed <- false
+	done := make(chan struct{})
+	worker := ontime.NewWorker(client, nil)
+	ontime.Handle(worker, "emails", func(ctx context.Context, m *ontime.Message[string]) error {
+		ok := <-fixed
+		fixed <- ok
+		if !ok {
+			return ontime.DeadLetter(errors.New("template missing"))
+		}
+		fmt.Printf("sent %s (attempt %d)\n", m.Body, m.Attempt)
+		close(done)
+		return nil
+	}, nil)
+	go worker.Run(ctx)
+
+	// Wait for the dead letter to land.
+	var dead []ontime.DeadLetterInfo
+	for len(dead) == 0 {
+		time.Sleep(10 * time.Millisecond)
+		p, err := client.DeadLetters(ctx, "emails", ontime.ListOptions{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		dead = p.Dead
+	}
+	for _, d := range dead {
+		fmt.Printf("dead: %s %q reason=%s error=%q\n", d.ID, d.Body, d.Reason, d.LastError)
+	}
+
+	<-fixed
+	fixed <- true // the template is deployed
+	n, err := client.ReplayDeadLetters(ctx, "emails")
+	fmt.Println("replayed:", n, err)
+	<-done
+	worker.Stop(ctx)
+	// Output:
+	// dead: mail-1 "welcome mail" reason=rejected error="template missing"
+	// replayed: 1 <nil>
+	// sent welcome mail (attempt 1)
+}

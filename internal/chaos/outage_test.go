@@ -1,0 +1,318 @@
+//go:build linux
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/redistest"
+)
+
+// outageParams sizes TestRedisRestart and TestRedisPause; see
+// params_*_test.go.
+type outageParams struct {
+	workers int           // in-process workers, each with its own connection pool
+	conc    int           // MaxConcurrency
+	lease   time.Duration // Lease
+	work    time.Duration // handlers sleep a random time below this
+	cycles  int           // how many outages
+	outage  time.Duration // how long each lasts
+	between time.Duration // load before, between and after the outages
+}
+
+// TestRedisRestart kills redis-server (SIGKILL; appendonly yes, appendfsync
+// always) while a publisher publishes and workers deliver, restarts it on
+// the same port and data directory, and checks that every timer whose
+// Publish returned nil is delivered, that Publish failed during the outage
+// (never a false success), and that every worker went unhealthy and came
+// back on its own.
+func TestRedisRestart(t *testing.T) {
+	p := restartDefaults
+	srv := redistest.StartServer(t, redistest.AppendOnly())
+	runOutage(t, p, "restart", srv, func() { srv.Kill() }, func() { srv.Restart() })
+}
+
+// TestRedisPause stops redis-server with SIGSTOP for longer than the lease
+// and resumes it (SIGCONT): leases held across the pause have expired by
+// the store's clock when it resumes, so timers are delivered again. No
+// timer is lost; duplicates are counted.
+func TestRedisPause(t *testing.T) {
+	p := pauseDefaults
+	srv := redistest.StartServer(t)
+	runOutage(t, p, "pause", srv, srv.Pause, srv.Resume)
+}
+
+// pubRecord is one Publish call.
+type pubRecord struct {
+	id         string
+	start, end time.Time
+	err        error
+}
+
+// delivery is one handler call in the test process.
+type delivery struct {
+	id      string
+	attempt int
+	worker  int
+}
+
+// healthLog records a worker's health transitions as sampled.
+type healthLog struct {
+	sawDown, sawUpAfterDown bool
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server, down, up func()) {
+	ctx := t.Context()
+	prefix := redistest.Prefix(t)
+	const topic = "outage"
+	pubRDB := srv.NewClient(t)
+	var logs syncBuffer
+	pub, _ := newStoreClient(t, pubRDB, prefix, slog.New(slog.NewTextHandler(&logs, nil)).With("publisher", true))
+
+	// Workers, in process so that Health can be watched.
+	var (
+		dmu        sync.Mutex
+		deliveries []delivery
+	)
+	workers := make([]*ontime.Worker, p.workers)
+	runErr := make(chan error, p.workers)
+	for i := range workers {
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("worker", i)
+		c, _ := newStoreClient(t, srv.NewClient(t), prefix, log)
+		w := ontime.NewWorker(c, &ontime.WorkerConfig{Logger: log, ShutdownTimeout: 5 * time.Second})
+		err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
+			dmu.Lock()
+			deliveries = append(deliveries, delivery{m.ID, m.Attempt, i})
+			dmu.Unlock()
+			if p.work > 0 {
+				time.Sleep(rand.N(p.work))
+			}
+			return nil
+		}, &ontime.TopicOptions{MaxConcurrency: p.conc, Lease: p.lease, PollInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers[i] = w
+		go func() { runErr <- w.Run(context.WithoutCancel(ctx)) }()
+	}
+	stopped := false
+	stopWorkers := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		for _, w := range workers {
+			if err := w.Stop(sctx); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		}
+		for range workers {
+			if err := <-runErr; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stopWorkers)
+	defer func() {
+		if t.Failed() {
+			s := logs.String()
+			if len(s) > 20000 {
+				s = "...\n" + s[len(s)-20000:]
+			}
+			t.Logf("worker logs:\n%s", s)
+		}
+	}()
+
+	// Health sampler.
+	health := make([]healthLog, len(workers))
+	sampleDone := make(chan struct{})
+	stopSample := make(chan struct{})
+	go func() {
+		defer close(sampleDone)
+		tk := time.NewTicker(2 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stopSample:
+				return
+			case <-tk.C:
+			}
+			for i, w := range workers {
+				h := w.Health()
+				if !h.Healthy {
+					health[i].sawDown = true
+				} else if health[i].sawDown {
+					health[i].sawUpAfterDown = true
+				}
+			}
+		}
+	}()
+
+	// Publisher: one timer per call, due within 300ms, until told to stop.
+	var pubs []pubRecord
+	stopPub := make(chan struct{})
+	pubDone := make(chan struct{})
+	go func() {
+		defer close(pubDone)
+		for n := 0; ; n++ {
+			select {
+			case <-stopPub:
+				return
+			default:
+			}
+			id := fmt.Sprintf("p%06d", n)
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			r := pubRecord{id: id, start: time.Now()}
+			_, r.err = pub.Publish(pctx, topic, []byte("x"), ontime.WithID(id), ontime.In(time.Duration(rand.Int64N(int64(300*time.Millisecond)))))
+			r.end = time.Now()
+			cancel()
+			pubs = append(pubs, r)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+
+	// The outages.
+	type window struct{ from, to time.Time }
+	var windows []window
+	time.Sleep(p.between)
+	for range p.cycles {
+		down()
+		from := time.Now()
+		time.Sleep(p.outage)
+		to := time.Now()
+		up()
+		windows = append(windows, window{from, to})
+		time.Sleep(p.between)
+	}
+	close(stopPub)
+	<-pubDone
+
+	counts := waitEmpty(t, pub, topic, 60*time.Second)
+	// Give the last health transition a moment to be sampled.
+	time.Sleep(50 * time.Millisecond)
+	close(stopSample)
+	<-sampleDone
+	stopWorkers()
+	if counts.Dead != 0 {
+		t.Errorf("%d timers were dead-lettered", counts.Dead)
+	}
+
+	// Publishes. go-redis retries a failed command (redialling) within the
+	// caller's context, so a Publish issued during the outage either fails
+	// when its context ends or succeeds after the server is back. What must
+	// never happen is a success while no server could have answered: a call
+	// that returned nil well inside an outage window. (The real proof of
+	// "no false success" is lost=0 below: every nil-returning Publish was
+	// durably written.)
+	const margin = 100 * time.Millisecond // scheduling slack for the end stamp
+	okIDs := map[string]bool{}
+	failed, failedInOutage := 0, 0
+	for _, r := range pubs {
+		if r.err == nil {
+			okIDs[r.id] = true
+		} else {
+			failed++
+		}
+		for _, w := range windows {
+			if r.err != nil && r.end.After(w.from) && r.start.Before(w.to) {
+				failedInOutage++
+			}
+			if r.err == nil && r.end.After(w.from.Add(margin)) && r.end.Before(w.to) {
+				t.Errorf("Publish %s returned nil at %v, while redis-server was down (%s from %v to %v)", r.id, r.end, kind, w.from, w.to)
+			}
+		}
+	}
+	if failedInOutage < len(windows) {
+		t.Errorf("only %d Publish calls failed across %d outages", failedInOutage, len(windows))
+	}
+
+	// Deliveries.
+	type claim struct {
+		id      string
+		attempt int
+	}
+	dmu.Lock()
+	ds := append([]delivery(nil), deliveries...)
+	dmu.Unlock()
+	byID := map[string]int{}
+	seen := map[claim]bool{}
+	for _, d := range ds {
+		byID[d.id]++
+		c := claim{d.id, d.attempt}
+		if seen[c] {
+			t.Errorf("timer %s attempt %d was delivered twice: two workers held one lease", d.id, d.attempt)
+		}
+		seen[c] = true
+	}
+	lost, dup, uncertainDelivered := 0, 0, 0
+	for id := range okIDs {
+		if byID[id] == 0 {
+			lost++
+			if lost <= 10 {
+				t.Errorf("timer %s was published (Publish returned nil) but never delivered", id)
+			}
+		}
+	}
+	for id, n := range byID {
+		dup += n - 1
+		if !okIDs[id] {
+			uncertainDelivered++
+		}
+	}
+
+	// Health: every worker noticed the restart and recovered on its own. (A
+	// pause shorter than the client's read timeout may look like a slow
+	// store to a worker whose only call was blocked through it: no error,
+	// so it need not turn unhealthy.)
+	sawDown := 0
+	for i, h := range health {
+		if h.sawDown {
+			sawDown++
+		}
+		if kind == "restart" && (!h.sawDown || !h.sawUpAfterDown) {
+			t.Errorf("worker %d: health went down %v, came back %v", i, h.sawDown, h.sawUpAfterDown)
+		}
+		if h.sawDown && !h.sawUpAfterDown {
+			t.Errorf("worker %d went unhealthy and did not come back", i)
+		}
+		if now := workers[i].Health(); !now.Healthy {
+			t.Errorf("worker %d is unhealthy at the end: %+v", i, now)
+		}
+	}
+	unreachable := strings.Count(logs.String(), "store unreachable")
+
+	var total time.Duration
+	for _, w := range windows {
+		total += w.to.Sub(w.from)
+	}
+	t.Logf("lost=%d duplicated=%d %ss=%d timers=%d (Publish ok %d, failed %d: %d during the outages, %d of the failed delivered anyway; outage %s each, lease %v; %d workers x %d, %d went unhealthy and back; 'store unreachable' logged %d times)",
+		lost, dup, kind, len(windows), len(okIDs), len(okIDs), failed, failedInOutage, uncertainDelivered, fmtDur(p.outage), p.lease, p.workers, p.conc, sawDown, unreachable)
+}

@@ -1,0 +1,24 @@
+//go:build linux && !stress
+
+package chaos
+
+import "time"
+
+// The default run: seconds per scenario.
+var (
+	killDefaults = killParams{
+		timers: 2000, spread: 3 * time.Second, kills: 4, workers: 3,
+		conc: 8, lease: time.Second, work: 30 * time.Millisecond,
+	}
+)
+
+var (
+	restartDefaults = outageParams{
+		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
+		cycles: 1, outage: 1500 * time.Millisecond, between: time.Second,
+	}
+	pauseDefaults = outageParams{
+		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
+		cycles: 1, outage: 2500 * time.Millisecond, between: time.Second,
+	}
+)

@@ -1,0 +1,24 @@
+//go:build linux && stress
+
+package chaos
+
+import "time"
+
+// The stress run (go test -tags stress): the same scenarios, longer.
+var (
+	killDefaults = killParams{
+		timers: 12000, spread: 20 * time.Second, kills: 25, workers: 3,
+		conc: 16, lease: time.Second, work: 30 * time.Millisecond,
+	}
+)
+
+var (
+	restartDefaults = outageParams{
+		workers: 3, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
+		cycles: 6, outage: 3 * time.Second, between: 2 * time.Second,
+	}
+	pauseDefaults = outageParams{
+		workers: 3, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
+		cycles: 5, outage: 4 * time.Second, between: 2 * time.Second,
+	}
+)

@@ -1,0 +1,380 @@
+package ontimeredis
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+var errClosed = fmt.Errorf("ontimeredis: %w", ontimedriver.ErrClosed)
+
+// Driver keeps timers in Redis. It implements ontimedriver.Driver. It is
+// safe for concurrent use; many Drivers (in many processes) may share one
+// Redis and one prefix, which is how workers share topics.
+type Driver struct {
+	rdb    redis.UniversalClient
+	opt    Options
+	compat bool
+	log    *slog.Logger
+	closed atomic.Bool
+	loaded atomic.Bool // scripts loaded once
+
+	// registered remembers the topics this Driver has added to the topic
+	// registry (native layout), so a publish adds it once per process.
+	registered sync.Map
+
+	hub hub
+}
+
+var _ ontimedriver.Driver = (*Driver)(nil)
+var _ ontimedriver.LegacyPayloads = (*Driver)(nil)
+
+// New returns a Driver on rdb. The caller owns rdb: Close does not close
+// it. New does not contact Redis; Ping does, and loads the scripts.
+//
+// The compatible layout keeps two keys per topic with no hash tag, as the
+// Python library does, so it cannot run on Redis Cluster: New refuses a
+// *redis.ClusterClient for it.
+func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: ontimeredis.New: client is nil", ontimedriver.ErrInvalid)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := rdb.(*redis.ClusterClient); ok && o.Layout == Compatible {
+		return nil, fmt.Errorf("%w: the compatible layout cannot run on Redis Cluster: its two keys per topic have no hash tag (faststream-redis-timers cannot either)", ontimedriver.ErrInvalid)
+	}
+	d := &Driver{rdb: rdb, opt: o, compat: o.Layout == Compatible, log: o.Logger}
+	d.hub.init(d)
+	return d, nil
+}
+
+// Layout reports the driver's layout.
+func (d *Driver) Layout() Layout { return d.opt.Layout }
+
+// AcceptsLegacyPayloads reports whether payloads may have been written by
+// other programs: true for the compatible layout, where Python writes them.
+func (d *Driver) AcceptsLegacyPayloads() bool { return d.compat }
+
+// Ping checks that Redis answers and loads the scripts.
+func (d *Driver) Ping(ctx context.Context) error {
+	if d.closed.Load() {
+		return errClosed
+	}
+	if err := d.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ontimeredis: ping: %w", err)
+	}
+	if err := loadScripts(ctx, d.rdb); err != nil {
+		return err
+	}
+	d.loaded.Store(true)
+	return nil
+}
+
+// Close stops the driver's subscriptions. It does not close the client.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.hub.close()
+	return nil
+}
+
+// ---- keys ----
+
+// keys of one topic.
+type keys struct {
+	due, msg, lease, seq, dead, dmsg, wake string
+}
+
+func (d *Driver) keys(topic string) keys {
+	if d.compat {
+		tl := d.opt.TimelineBase + ":" + topic
+		return keys{
+			due:  tl,
+			msg:  d.opt.PayloadsBase + ":" + topic,
+			dead: d.opt.DeadBase + ":" + topic,
+			dmsg: d.opt.DeadBase + "_payloads:" + topic,
+			wake: "ontime:wake:" + tl,
+		}
+	}
+	b := d.opt.Prefix + "{" + topic + "}:"
+	return keys{
+		due:   b + "due",
+		msg:   b + "msg",
+		lease: b + "lease",
+		seq:   b + "seq",
+		dead:  b + "dead",
+		dmsg:  b + "dmsg",
+		wake:  b + "wake",
+	}
+}
+
+func (d *Driver) registryKey() string { return d.opt.Prefix + "topics" }
+
+// register adds topic to the topic registry once per process (native).
+func (d *Driver) register(ctx context.Context, topic string) error {
+	if d.compat {
+		return nil
+	}
+	if _, ok := d.registered.Load(topic); ok {
+		return nil
+	}
+	if err := d.rdb.SAdd(ctx, d.registryKey(), topic).Err(); err != nil {
+		return fmt.Errorf("ontimeredis: registering topic: %w", err)
+	}
+	d.registered.Store(topic, true)
+	return nil
+}
+
+// ---- time ----
+
+// ceilMs is t in Unix milliseconds, rounded up: a timer is never due early.
+func ceilMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// durMs is d in milliseconds, rounded up.
+func durMs(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms) }
+func usTime(us int64) time.Time { return time.UnixMicro(us) }
+
+// scoreTime converts a sorted-set score (milliseconds, or float seconds in
+// the compatible layout) to a time.
+func (d *Driver) scoreTime(score string) (time.Time, error) {
+	f, err := strconv.ParseFloat(score, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ontimeredis: bad score %q: %w", score, err)
+	}
+	if d.compat {
+		// Millisecond resolution, as everywhere in ontime: a Python
+		// score of 10.0005 s is due from 10.000 s on.
+		return msTime(floorDiv(int64(math.Floor(f*1e6+0.5)), 1000)), nil
+	}
+	return msTime(int64(f)), nil
+}
+
+// ---- reply parsing ----
+
+var errReply = errors.New("ontimeredis: unexpected reply from script")
+
+func replyArray(v any) ([]any, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T", errReply, v)
+	}
+	return a, nil
+}
+
+func replyInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func replyStr(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+// ---- paging cursors ----
+
+func encodeCursor(score, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(score + "\n" + id))
+}
+
+func decodeCursor(c string) (score, id string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		var ok bool
+		score, id, ok = strings.Cut(string(b), "\n")
+		if ok {
+			if _, perr := strconv.ParseFloat(score, 64); perr == nil {
+				return score, id, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("%w: cursor %q is not one this driver made", ontimedriver.ErrInvalid, c)
+}
+
+func pageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 100
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+// pageItem is one item of page.lua's reply.
+type pageItem struct {
+	id, score string
+	exists    bool
+	value     string
+	lease     string
+}
+
+// page runs page.lua over a sorted set and its hash.
+func (d *Driver) page(ctx context.Context, zset, hash, lease string, before string, opts ontimedriver.ListOptions) (now int64, items []pageItem, next string, err error) {
+	var cs, cid string
+	if opts.Cursor != "" {
+		if cs, cid, err = decodeCursor(opts.Cursor); err != nil {
+			return 0, nil, "", err
+		}
+	}
+	limit := pageLimit(opts.Limit)
+	ks := []string{zset, hash}
+	if lease != "" {
+		ks = append(ks, lease)
+	}
+	res, err := d.eval(ctx, sPage, ks, cs, cid, before, limit)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) < 1 || (len(a)-1)%5 != 0 {
+		return 0, nil, "", errReply
+	}
+	now = replyInt(a[0])
+	for i := 1; i < len(a); i += 5 {
+		items = append(items, pageItem{replyStr(a[i]), replyStr(a[i+1]), replyInt(a[i+2]) == 1, replyStr(a[i+3]), replyStr(a[i+4])})
+	}
+	if len(items) == limit {
+		last := items[len(items)-1]
+		next = encodeCursor(last.score, last.id)
+	}
+	return now, items, next, nil
+}
+
+// ---- topics ----
+
+// Topics lists topics that hold a timer or a dead letter, sorted. The
+// native layout keeps a registry set (Prefix + "topics"); the compatible
+// layout scans for the Python key names.
+func (d *Driver) Topics(ctx context.Context) ([]string, error) {
+	if d.closed.Load() {
+		return nil, errClosed
+	}
+	var cands []string
+	if d.compat {
+		var err error
+		if cands, err = d.scanTopics(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if cands, err = d.rdb.SMembers(ctx, d.registryKey()).Result(); err != nil {
+			return nil, fmt.Errorf("ontimeredis: topics: %w", err)
+		}
+	}
+	slices.Sort(cands)
+	cands = slices.Compact(cands)
+	if len(cands) == 0 {
+		return []string{}, nil
+	}
+	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(cands))
+	for i, t := range cands {
+		k := d.keys(t)
+		if d.compat && !d.opt.CompatDeadLetters {
+			cmds[i] = pipe.Exists(ctx, k.due)
+		} else {
+			cmds[i] = pipe.Exists(ctx, k.due, k.dead)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ontimeredis: topics: %w", err)
+	}
+	out := make([]string, 0, len(cands))
+	for i, t := range cands {
+		if cmds[i].Val() > 0 {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// scanTopics finds compatible-layout topics by their key names.
+func (d *Driver) scanTopics(ctx context.Context) ([]string, error) {
+	bases := []string{d.opt.TimelineBase + ":"}
+	if d.opt.CompatDeadLetters {
+		bases = append(bases, d.opt.DeadBase+":")
+	}
+	var out []string
+	for _, base := range bases {
+		var cursor uint64
+		for {
+			ks, next, err := d.rdb.Scan(ctx, cursor, escapeGlob(base)+"*", 1000).Result()
+			if err != nil {
+				return nil, fmt.Errorf("ontimeredis: topics: %w", err)
+			}
+			for _, k := range ks {
+				t := strings.TrimPrefix(k, base)
+				if ontimedriver.ValidateTopic(t) == nil {
+					out = append(out, t)
+				}
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
+	}
+	return out, nil
+}
+
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Options returns the options the Driver runs with (defaults filled in).
+func (d *Driver) Options() Options { return d.opt }

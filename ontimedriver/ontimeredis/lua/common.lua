@@ -1,0 +1,37 @@
+-- common.lua: helpers prepended to every native script (not a script itself).
+-- A record (the value in the msg hash) is
+--   <attempt>,<dueMs>,<errLen>:<err bytes><envelope bytes>
+-- and is written when a timer is scheduled, retried, snoozed or replayed,
+-- never by a claim. While a timer is leased the lease hash holds
+--   <token>,<attempt>
+-- (the attempt counted by the claims since the record was written).
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function parse(rec)
+  local s, e, a, due, el = string.find(rec, '^(%d+),(%-?%d+),(%d+):')
+  if not s then
+    return nil
+  end
+  el = tonumber(el)
+  return {
+    attempt = tonumber(a),
+    due = tonumber(due),
+    err = string.sub(rec, e + 1, e + el),
+    payload = string.sub(rec, e + el + 1),
+  }
+end
+
+local function record(attempt, due, err, payload)
+  return fmt(attempt) .. ',' .. fmt(due) .. ',' .. #err .. ':' .. err .. payload
+end
+
+-- held reports whether a lease entry carries token, and its attempt.
+local function held(entry, token)
+  if not entry or token == '' or string.sub(entry, 1, #token + 1) ~= token .. ',' then
+    return false
+  end
+  return true, tonumber(string.sub(entry, #token + 2))
+end

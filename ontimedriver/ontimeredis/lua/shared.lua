@@ -1,0 +1,60 @@
+-- shared.lua: helpers prepended to every script of both layouts (not a
+-- script itself).
+
+local function fmt(n)
+  return string.format('%.0f', n)
+end
+
+-- head returns the smallest score of a sorted set, or nil.
+local function head(key)
+  local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if h[2] then
+    return tonumber(h[2])
+  end
+  return nil
+end
+
+-- A dead record (the value in the dead-letter hash) is
+--   <attempt>,<dueMs>,<reasonLen>,<errLen>:<reason><err><envelope>
+local function dead_record(attempt, due, reason, err, payload)
+  return fmt(attempt) .. ',' .. fmt(due) .. ',' .. #reason .. ',' .. #err .. ':' .. reason .. err .. payload
+end
+
+local function parse_dead(rec)
+  local s, e, a, due, rl, el = string.find(rec, '^(%d+),(%-?%d+),(%d+),(%d+):')
+  if not s then
+    return nil
+  end
+  rl = tonumber(rl)
+  el = tonumber(el)
+  return {
+    attempt = tonumber(a),
+    due = tonumber(due),
+    reason = string.sub(rec, e + 1, e + rl),
+    err = string.sub(rec, e + rl + 1, e + rl + el),
+    payload = string.sub(rec, e + rl + el + 1),
+  }
+end
+
+-- many runs a multi-read (HMGET, ZMSCORE) over fields in chunks Lua's
+-- stack can take, and returns the replies in order.
+local function many(cmd, key, fields)
+  local out = {}
+  for s = 1, #fields, 1000 do
+    local r = redis.call(cmd, key, unpack(fields, s, math.min(s + 999, #fields)))
+    for k = 1, #r do
+      out[s + k - 1] = r[k]
+    end
+  end
+  return out
+end
+
+-- batched runs a variadic command (cmd key a1 a2 ...) over args in chunks,
+-- so that one call serves many timers without passing Lua's stack limit.
+local function batched(cmd, key, args)
+  local n = #args
+  local step = 1000
+  for i = 1, n, step do
+    redis.call(cmd, key, unpack(args, i, math.min(i + step - 1, n)))
+  end
+end

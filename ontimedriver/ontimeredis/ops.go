@@ -1,0 +1,600 @@
+package ontimeredis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+// maxClaim bounds one Claim: a script passes the claimed ids to variadic
+// commands at once, and Lua's stack allows a few thousand values.
+const maxClaim = 1000
+
+// maxErrorText bounds the error text kept with a retried or dead timer.
+const maxErrorText = 1024
+
+// Schedule writes timers in one script call. See ontimedriver.Driver.
+func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	if len(timers) == 0 {
+		return nil, nil
+	}
+	if err := d.register(ctx, topic); err != nil {
+		return nil, err
+	}
+	k := d.keys(topic)
+	args := make([]any, 0, 2+4*len(timers))
+	m := "0"
+	if mode == ontimedriver.IfAbsent {
+		m = "1"
+	}
+	args = append(args, m, k.wake)
+	for _, t := range timers {
+		if t.Delay < 0 {
+			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
+		}
+		abs := ""
+		if !t.At.IsZero() {
+			ms := ceilMs(t.At)
+			if d.compat {
+				abs = strconv.FormatInt(ms*1000, 10)
+			} else {
+				abs = strconv.FormatInt(ms, 10)
+			}
+		}
+		delay := durMs(t.Delay)
+		if d.compat {
+			delay *= 1000
+		}
+		args = append(args, t.ID, abs, delay, t.Payload)
+	}
+	s := sSchedule
+	ks := []string{k.due, k.msg, k.lease}
+	if d.compat {
+		s = sCSchedule
+		ks = ks[:2]
+	}
+	res, err := d.eval(ctx, s, ks, args...)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != len(timers) {
+		return nil, errReply
+	}
+	out := make([]ontimedriver.ScheduleResult, len(timers))
+	for i, v := range a {
+		n := replyInt(v)
+		switch {
+		case n == -1:
+			out[i].Err = ontimedriver.ErrExists
+		case d.compat:
+			out[i].Due = usTime(n)
+		default:
+			out[i].Due = msTime(n)
+		}
+	}
+	return out, nil
+}
+
+// Claim leases up to max due timers in one script call. See
+// ontimedriver.Driver.
+func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Duration) (*ontimedriver.ClaimResult, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: claim max %d", ontimedriver.ErrInvalid, max)
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("%w: lease %v", ontimedriver.ErrInvalid, lease)
+	}
+	max = min(max, maxClaim)
+	if d.compat {
+		return d.claimCompat(ctx, topic, max, lease)
+	}
+	k := d.keys(topic)
+	res, err := d.eval(ctx, sClaim, []string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}, max, durMs(lease))
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) < 3 || (len(a)-3)%4 != 0 {
+		return nil, errReply
+	}
+	out := &ontimedriver.ClaimResult{Now: msTime(replyInt(a[0]))}
+	until := msTime(replyInt(a[1]))
+	if n := replyStr(a[2]); n != "" {
+		out.Next = msTime(replyInt(a[2]))
+	}
+	out.Timers = make([]ontimedriver.ClaimedTimer, 0, (len(a)-3)/4)
+	for i := 3; i < len(a); i += 4 {
+		r, ok := parseRecord(replyStr(a[i+3]))
+		if !ok {
+			return nil, fmt.Errorf("%w: claimed record of %q", errReply, replyStr(a[i]))
+		}
+		out.Timers = append(out.Timers, ontimedriver.ClaimedTimer{
+			ID:         replyStr(a[i]),
+			Token:      replyStr(a[i+1]),
+			Due:        msTime(r.due),
+			Attempt:    int(replyInt(a[i+2])),
+			LeaseUntil: until,
+			Payload:    r.payload,
+		})
+	}
+	return out, nil
+}
+
+func (d *Driver) claimCompat(ctx context.Context, topic string, max int, lease time.Duration) (*ontimedriver.ClaimResult, error) {
+	k := d.keys(topic)
+	res, err := d.eval(ctx, sCClaim, []string{k.due, k.msg}, max, durMs(lease)*1000)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) < 2 || (len(a)-2)%5 != 0 {
+		return nil, errReply
+	}
+	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
+	if n := replyStr(a[1]); n != "" {
+		if out.Next, err = d.scoreTime(n); err != nil {
+			return nil, err
+		}
+	}
+	out.Timers = make([]ontimedriver.ClaimedTimer, 0, (len(a)-2)/5)
+	for i := 2; i < len(a); i += 5 {
+		due, err := d.scoreTime(replyStr(a[i+2]))
+		if err != nil {
+			return nil, err
+		}
+		out.Timers = append(out.Timers, ontimedriver.ClaimedTimer{
+			ID:         replyStr(a[i]),
+			Token:      replyStr(a[i+1]),
+			Due:        due,
+			Attempt:    1,
+			LeaseUntil: msTime(floorDiv(replyInt(a[i+3]), 1000)),
+			Payload:    []byte(replyStr(a[i+4])),
+		})
+	}
+	return out, nil
+}
+
+// Settle applies outcomes in one script call, each fenced by its token.
+func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	k := d.keys(topic)
+	args := make([]any, 0, 1+6*len(ops))
+	args = append(args, k.wake)
+	for _, op := range ops {
+		if op.Delay < 0 {
+			return nil, fmt.Errorf("%w: settlement of %q has negative delay %v", ontimedriver.ErrInvalid, op.ID, op.Delay)
+		}
+		if op.Kind < ontimedriver.Ack || op.Kind > ontimedriver.Dead {
+			return nil, fmt.Errorf("%w: settlement of %q has unknown kind %d", ontimedriver.ErrInvalid, op.ID, int(op.Kind))
+		}
+		errText := op.Error
+		if len(errText) > maxErrorText {
+			errText = errText[:maxErrorText]
+		}
+		args = append(args, op.ID, op.Token, int(op.Kind), durMs(op.Delay), op.Reason, errText)
+	}
+	s, ks := sSettle, []string{k.due, k.msg, k.lease, k.dead, k.dmsg}
+	if d.compat {
+		s, ks = sCSettle, []string{k.due, k.msg}
+		if d.opt.CompatDeadLetters {
+			ks = append(ks, k.dead, k.dmsg)
+		}
+	}
+	res, err := d.eval(ctx, s, ks, args...)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != len(ops) {
+		return nil, errReply
+	}
+	out := make([]error, len(ops))
+	for i, v := range a {
+		if replyInt(v) != 1 {
+			out[i] = ontimedriver.ErrLeaseLost
+		} else if d.compat && !d.opt.CompatDeadLetters && ops[i].Kind == ontimedriver.Dead {
+			d.log.Warn("ontimeredis: dead letter deleted (the compatible layout keeps none; set CompatDeadLetters to keep them)",
+				"topic", topic, "id", ops[i].ID, "reason", ops[i].Reason, "error", ops[i].Error)
+		}
+	}
+	return out, nil
+}
+
+// Extend pushes lease deadlines, fenced by token.
+func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver.Lease, lease time.Duration) ([]error, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("%w: lease %v", ontimedriver.ErrInvalid, lease)
+	}
+	k := d.keys(topic)
+	var (
+		res any
+		err error
+	)
+	args := make([]any, 0, 1+2*len(leases))
+	if d.compat {
+		args = append(args, durMs(lease)*1000)
+	} else {
+		args = append(args, durMs(lease))
+	}
+	for _, l := range leases {
+		args = append(args, l.ID, l.Token)
+	}
+	if d.compat {
+		res, err = d.eval(ctx, sCExtend, []string{k.due, k.msg}, args...)
+	} else {
+		res, err = d.eval(ctx, sExtend, []string{k.due, k.msg, k.lease}, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil {
+		return nil, err
+	}
+	if len(a) != len(leases) {
+		return nil, errReply
+	}
+	out := make([]error, len(leases))
+	for i, v := range a {
+		if replyInt(v) != 1 {
+			out[i] = ontimedriver.ErrLeaseLost
+		}
+	}
+	return out, nil
+}
+
+// Cancel deletes a scheduled or leased timer.
+func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
+	k := d.keys(topic)
+	var (
+		res any
+		err error
+	)
+	if d.compat {
+		res, err = d.eval(ctx, sCCancel, []string{k.due, k.msg}, id)
+	} else {
+		res, err = d.eval(ctx, sCancel, []string{k.due, k.msg, k.lease}, id)
+	}
+	if err != nil {
+		return err
+	}
+	if replyInt(res) == 0 {
+		return ontimedriver.ErrNotFound
+	}
+	return nil
+}
+
+// record is a parsed native record.
+type record struct {
+	attempt int
+	due     int64
+	err     string
+	payload []byte
+}
+
+// parseRecord reads <attempt>,<dueMs>,<errLen>:<err><envelope>.
+func parseRecord(s string) (record, bool) {
+	var r record
+	f := make([]string, 0, 2)
+	rest := s
+	for range 2 {
+		i := strings.IndexByte(rest, ',')
+		if i < 0 {
+			return r, false
+		}
+		f = append(f, rest[:i])
+		rest = rest[i+1:]
+	}
+	i := strings.IndexByte(rest, ':')
+	if i < 0 {
+		return r, false
+	}
+	el, err := strconv.Atoi(rest[:i])
+	if err != nil || el < 0 || el > len(rest)-i-1 {
+		return r, false
+	}
+	a, err1 := strconv.Atoi(f[0])
+	due, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || a < 0 {
+		return r, false
+	}
+	rest = rest[i+1:]
+	return record{attempt: a, due: due, err: rest[:el], payload: []byte(rest[el:])}, true
+}
+
+// parseLease reads a lease entry, <token>,<attempt>.
+func parseLease(s string) (token string, attempt int, ok bool) {
+	token, a, ok := strings.Cut(s, ",")
+	if !ok {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(a)
+	return token, n, err == nil
+}
+
+// deadRecord is a parsed dead record.
+type deadRecord struct {
+	attempt     int
+	due         int64
+	reason, err string
+	payload     []byte
+	wellFormed  bool
+}
+
+// parseDead reads <attempt>,<dueMs>,<reasonLen>,<errLen>:<reason><err><envelope>.
+func parseDead(s string) deadRecord {
+	bad := deadRecord{payload: []byte(s), reason: ontimedriver.ReasonUndecodable}
+	f := make([]string, 0, 3)
+	rest := s
+	for range 3 {
+		i := strings.IndexByte(rest, ',')
+		if i < 0 {
+			return bad
+		}
+		f = append(f, rest[:i])
+		rest = rest[i+1:]
+	}
+	i := strings.IndexByte(rest, ':')
+	if i < 0 {
+		return bad
+	}
+	a, e1 := strconv.Atoi(f[0])
+	due, e2 := strconv.ParseInt(f[1], 10, 64)
+	rl, e3 := strconv.Atoi(f[2])
+	el, e4 := strconv.Atoi(rest[:i])
+	rest = rest[i+1:]
+	if e1 != nil || e2 != nil || e3 != nil || e4 != nil || rl < 0 || el < 0 || rl+el > len(rest) {
+		return bad
+	}
+	return deadRecord{attempt: a, due: due, reason: rest[:rl], err: rest[rl : rl+el], payload: []byte(rest[rl+el:]), wellFormed: true}
+}
+
+// Get returns one scheduled or leased timer.
+func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.TimerInfo, error) {
+	k := d.keys(topic)
+	if d.compat {
+		res, err := d.eval(ctx, sCGet, []string{k.due, k.msg}, id)
+		if err != nil {
+			return nil, err
+		}
+		a, err := replyArray(res)
+		if err != nil || len(a) != 4 {
+			return nil, errReply
+		}
+		score, env := replyStr(a[1]), replyStr(a[3])
+		if score == "" || replyInt(a[2]) != 1 {
+			return nil, ontimedriver.ErrNotFound
+		}
+		due, err := d.scoreTime(score)
+		if err != nil {
+			return nil, err
+		}
+		return &ontimedriver.TimerInfo{ID: id, Due: due, State: ontimedriver.StateScheduled, Payload: []byte(env)}, nil
+	}
+	res, err := d.eval(ctx, sGet, []string{k.due, k.msg, k.lease}, id)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != 4 {
+		return nil, errReply
+	}
+	return d.info(id, replyInt(a[0]), replyStr(a[1]), replyStr(a[3]), replyStr(a[2]))
+}
+
+// info builds a native TimerInfo from the due score, the record and the
+// lease entry. A timer is leased while it has a lease entry and its score
+// (the lease deadline) is in the future; an expired lease shows as
+// scheduled, with the attempts its claims counted.
+func (d *Driver) info(id string, now int64, score, rec, lease string) (*ontimedriver.TimerInfo, error) {
+	if score == "" || rec == "" {
+		return nil, ontimedriver.ErrNotFound
+	}
+	sc, _ := strconv.ParseFloat(score, 64)
+	r, ok := parseRecord(rec)
+	if !ok {
+		// Not an ontime record: show it as it is; the next claim
+		// dead-letters it.
+		return &ontimedriver.TimerInfo{ID: id, Due: msTime(int64(sc)), State: ontimedriver.StateScheduled, Payload: []byte(rec)}, nil
+	}
+	ti := &ontimedriver.TimerInfo{ID: id, Due: msTime(r.due), State: ontimedriver.StateScheduled, Attempt: r.attempt, LastError: r.err, Payload: r.payload}
+	if _, attempt, ok := parseLease(lease); ok {
+		ti.Attempt = attempt
+		if int64(sc) > now {
+			ti.State = ontimedriver.StateLeased
+			ti.LeaseUntil = msTime(int64(sc))
+		}
+	}
+	return ti, nil
+}
+
+// List pages a topic's timers by the instant they become claimable.
+func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListOptions) (*ontimedriver.Page, error) {
+	k := d.keys(topic)
+	before := ""
+	if !opts.Before.IsZero() {
+		if d.compat {
+			before = strconv.FormatFloat(float64(opts.Before.UnixMicro())/1e6, 'f', 6, 64)
+		} else {
+			before = strconv.FormatInt(ceilMs(opts.Before), 10)
+		}
+	}
+	lease := k.lease
+	if d.compat {
+		lease = ""
+	}
+	now, items, next, err := d.page(ctx, k.due, k.msg, lease, before, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &ontimedriver.Page{Timers: make([]ontimedriver.TimerInfo, 0, len(items)), NextCursor: next}
+	for _, it := range items {
+		if !it.exists {
+			continue // an orphan; the next claim removes it
+		}
+		if d.compat {
+			due, err := d.scoreTime(it.score)
+			if err != nil {
+				return nil, err
+			}
+			p.Timers = append(p.Timers, ontimedriver.TimerInfo{ID: it.id, Due: due, State: ontimedriver.StateScheduled, Payload: []byte(it.value)})
+			continue
+		}
+		ti, err := d.info(it.id, now, it.score, it.value, it.lease)
+		if err != nil {
+			return nil, err
+		}
+		p.Timers = append(p.Timers, *ti)
+	}
+	return p, nil
+}
+
+// Count counts a topic's timers by state.
+func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, error) {
+	k := d.keys(topic)
+	if d.closed.Load() {
+		return ontimedriver.Counts{}, errClosed
+	}
+	if d.compat {
+		pipe := d.rdb.Pipeline()
+		all := pipe.ZCard(ctx, k.due)
+		dead := pipe.ZCard(ctx, k.dead)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return ontimedriver.Counts{}, fmt.Errorf("ontimeredis: count: %w", err)
+		}
+		c := ontimedriver.Counts{Scheduled: all.Val()}
+		if d.opt.CompatDeadLetters {
+			c.Dead = dead.Val()
+		}
+		return c, nil
+	}
+	res, err := d.eval(ctx, sCount, []string{k.due, k.lease, k.dead})
+	if err != nil {
+		return ontimedriver.Counts{}, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != 3 {
+		return ontimedriver.Counts{}, errReply
+	}
+	all, leased := replyInt(a[0]), replyInt(a[1])
+	return ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[2])}, nil
+}
+
+func (d *Driver) deadEnabled() bool { return !d.compat || d.opt.CompatDeadLetters }
+
+// ListDead pages a topic's dead letters, oldest death first.
+func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.ListOptions) (*ontimedriver.DeadPage, error) {
+	if !d.deadEnabled() {
+		if opts.Cursor != "" {
+			if _, _, err := decodeCursor(opts.Cursor); err != nil {
+				return nil, err
+			}
+		}
+		return &ontimedriver.DeadPage{Dead: []ontimedriver.DeadLetter{}}, nil
+	}
+	k := d.keys(topic)
+	before := ""
+	if !opts.Before.IsZero() {
+		before = strconv.FormatInt(ceilMs(opts.Before), 10)
+	}
+	_, items, next, err := d.page(ctx, k.dead, k.dmsg, "", before, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &ontimedriver.DeadPage{Dead: make([]ontimedriver.DeadLetter, 0, len(items)), NextCursor: next}
+	for _, it := range items {
+		if !it.exists {
+			continue
+		}
+		died, _ := strconv.ParseFloat(it.score, 64)
+		r := parseDead(it.value)
+		p.Dead = append(p.Dead, ontimedriver.DeadLetter{
+			ID: it.id, Due: msTime(r.due), DiedAt: msTime(int64(died)), Attempt: r.attempt,
+			Reason: r.reason, Error: r.err, Payload: r.payload,
+		})
+	}
+	return p, nil
+}
+
+// deadIDs returns all dead-letter ids of a topic.
+func (d *Driver) deadIDs(ctx context.Context, k keys) ([]string, error) {
+	ids, err := d.rdb.ZRange(ctx, k.dead, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ontimeredis: dead letters: %w", err)
+	}
+	return ids, nil
+}
+
+// ReplayDead moves dead letters back to scheduled, due now.
+func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (int, error) {
+	if d.closed.Load() {
+		return 0, errClosed
+	}
+	if !d.deadEnabled() {
+		return 0, nil
+	}
+	k := d.keys(topic)
+	if ids == nil {
+		var err error
+		if ids, err = d.deadIDs(ctx, k); err != nil {
+			return 0, err
+		}
+	}
+	if err := d.register(ctx, topic); err != nil {
+		return 0, err
+	}
+	s := sReplay
+	if d.compat {
+		s = sCReplay
+	}
+	return d.evalChunks(ctx, s, []string{k.due, k.msg, k.dead, k.dmsg}, []any{k.wake}, ids)
+}
+
+// evalChunks runs s over ids in chunks of 500 (args first in each call)
+// and sums the counts the calls return.
+func (d *Driver) evalChunks(ctx context.Context, s *script, keys []string, args []any, ids []string) (int, error) {
+	total := 0
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		a := make([]any, 0, len(args)+len(chunk))
+		a = append(a, args...)
+		for _, id := range chunk {
+			a = append(a, id)
+		}
+		res, err := d.eval(ctx, s, keys, a...)
+		if err != nil {
+			return total, err
+		}
+		total += int(replyInt(res))
+	}
+	return total, nil
+}
+
+// PurgeDead deletes dead letters.
+func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int, error) {
+	if d.closed.Load() {
+		return 0, errClosed
+	}
+	if !d.deadEnabled() {
+		return 0, nil
+	}
+	k := d.keys(topic)
+	if ids == nil {
+		res, err := d.eval(ctx, sPurge, []string{k.dead, k.dmsg})
+		if err != nil {
+			return 0, err
+		}
+		return int(replyInt(res)), nil
+	}
+	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, nil, ids)
+}

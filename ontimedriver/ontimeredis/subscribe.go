@@ -1,0 +1,265 @@
+package ontimeredis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hub multiplexes every Subscribe of a Driver over one pub/sub connection.
+// Scripts PUBLISH the new head's due time (ms) on the topic's wake channel
+// when a schedule, retry, snooze or replay makes a timer earlier than the
+// topic's head.
+type hub struct {
+	d *Driver
+
+	mu        sync.Mutex
+	ps        *redis.PubSub
+	listeners map[string]map[*listener]struct{} // channel → listeners
+	confirm   map[string]chan struct{}          // channel → closed when subscribed
+	// pending counts SUBSCRIBE commands per channel whose reply has not
+	// come yet: a reply to an earlier subscription (since cancelled) must
+	// not confirm a new one.
+	pending map[string]int
+	stop    chan struct{}
+	done    chan struct{}
+	closed  bool
+}
+
+type listener struct {
+	ch   chan time.Time
+	once sync.Once
+}
+
+func (h *hub) init(d *Driver) {
+	h.d = d
+	h.listeners = map[string]map[*listener]struct{}{}
+	h.confirm = map[string]chan struct{}{}
+	h.pending = map[string]int{}
+	h.stop = make(chan struct{})
+	h.done = make(chan struct{})
+}
+
+// subscribeTimeout bounds the wait for Redis to confirm a subscription.
+const subscribeTimeout = 5 * time.Second
+
+// Subscribe returns a channel of wake-up notifications for topic. The
+// subscription is confirmed by Redis before Subscribe returns.
+func (d *Driver) Subscribe(ctx context.Context, topic string) (<-chan time.Time, func(), error) {
+	return d.hub.subscribe(ctx, d.keys(topic).wake)
+}
+
+func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, nil, errClosed
+	}
+	if h.ps == nil {
+		h.ps = h.d.rdb.Subscribe(context.WithoutCancel(ctx))
+		go h.read(h.ps)
+	}
+	l := &listener{ch: make(chan time.Time, 1)}
+	set, ok := h.listeners[channel]
+	var wait chan struct{}
+	if !ok {
+		set = map[*listener]struct{}{}
+		h.listeners[channel] = set
+		wait = make(chan struct{})
+		h.confirm[channel] = wait
+		h.pending[channel]++
+		if err := h.ps.Subscribe(ctx, channel); err != nil {
+			h.pending[channel]--
+			delete(h.listeners, channel)
+			delete(h.confirm, channel)
+			h.mu.Unlock()
+			return nil, nil, fmt.Errorf("ontimeredis: subscribe: %w", err)
+		}
+	} else {
+		wait = h.confirm[channel]
+	}
+	set[l] = struct{}{}
+	h.mu.Unlock()
+
+	cancel := func() { h.unsubscribe(channel, l) }
+	if wait != nil {
+		t := time.NewTimer(subscribeTimeout)
+		defer t.Stop()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			cancel()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+			cancel()
+			return nil, nil, fmt.Errorf("ontimeredis: subscribe: Redis did not confirm within %v", subscribeTimeout)
+		}
+	}
+	return l.ch, cancel, nil
+}
+
+func (h *hub) unsubscribe(channel string, l *listener) {
+	l.once.Do(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		set := h.listeners[channel]
+		delete(set, l)
+		if len(set) == 0 && !h.closed {
+			delete(h.listeners, channel)
+			delete(h.confirm, channel)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = h.ps.Unsubscribe(ctx, channel)
+		}
+	})
+}
+
+// read delivers messages until the hub closes. After a connection error
+// (go-redis reconnects and subscribes again) every listener gets a zero
+// notification: wake-ups may have been missed, so workers claim at once.
+func (h *hub) read(ps *redis.PubSub) {
+	defer close(h.done)
+	failing := false
+	backoff := 50 * time.Millisecond
+	for {
+		msg, err := ps.Receive(context.Background())
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if !failing {
+				h.d.log.Warn("ontimeredis: wake-up subscription lost; workers fall back to polling until it is back", "error", err)
+				failing = true
+			}
+			h.resetPending()
+			h.broadcast(time.Time{})
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		if failing {
+			h.d.log.Info("ontimeredis: wake-up subscription restored")
+			failing = false
+			backoff = 50 * time.Millisecond
+			h.broadcast(time.Time{})
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.mu.Lock()
+				if h.pending[m.Channel] > 0 {
+					h.pending[m.Channel]--
+				}
+				if c, ok := h.confirm[m.Channel]; ok && h.pending[m.Channel] == 0 {
+					select {
+					case <-c:
+					default:
+						close(c)
+					}
+				}
+				h.mu.Unlock()
+			}
+		case *redis.Message:
+			var at time.Time
+			if ms, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
+				at = time.UnixMilli(ms)
+			}
+			h.notify(m.Channel, at)
+		}
+	}
+}
+
+// notify delivers a message to the channel's listeners, unless the
+// channel's current subscription is not confirmed yet: then the message
+// was published for an earlier, cancelled subscription.
+func (h *hub) notify(channel string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.confirm[channel]; ok {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+	for l := range h.listeners[channel] {
+		send(l.ch, at)
+	}
+}
+
+// resetPending forgets unanswered SUBSCRIBE commands after a connection
+// error: go-redis subscribes again to every channel on reconnect, and
+// waiting subscribers are let go (the worker's fallback poll covers the gap).
+func (h *hub) resetPending() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.pending {
+		delete(h.pending, ch)
+	}
+	for _, c := range h.confirm {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+func (h *hub) broadcast(at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.listeners {
+		for l := range set {
+			send(l.ch, at)
+		}
+	}
+}
+
+// send never blocks: a full buffer already holds a wake-up. An earlier
+// instant replaces a later one waiting in the buffer.
+func send(ch chan time.Time, at time.Time) {
+	select {
+	case ch <- at:
+	default:
+		select {
+		case old := <-ch:
+			if !old.IsZero() && !at.IsZero() && old.Before(at) {
+				at = old
+			} else if old.IsZero() {
+				at = old
+			}
+		default:
+		}
+		select {
+		case ch <- at:
+		default:
+		}
+	}
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	ps := h.ps
+	h.mu.Unlock()
+	if ps == nil {
+		return
+	}
+	close(h.stop)
+	_ = ps.Close()
+	<-h.done
+}

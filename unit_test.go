@@ -1,0 +1,304 @@
+package ontime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/envelope"
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+var quietLog = slog.New(slog.DiscardHandler)
+
+// nopDriver satisfies ontimedriver.Driver for tests that never reach the
+// store; any call panics.
+type nopDriver struct{ ontimedriver.Driver }
+
+func TestRetryDefaultsIdempotent(t *testing.T) {
+	// The policy is defaulted at Handle and again inside Backoff: a second
+	// pass must not turn "no jitter" back into the 0.2 default.
+	p := RetryPolicy{MinDelay: 100 * time.Millisecond, Jitter: -1}.withDefaults()
+	if p2 := p.withDefaults(); p2 != p {
+		t.Fatalf("withDefaults not idempotent: %+v then %+v", p, p2)
+	}
+	for range 100 {
+		if d := p.Backoff(1); d != 100*time.Millisecond {
+			t.Fatalf("Backoff(1) with Jitter -1 = %v, want exactly MinDelay", d)
+		}
+	}
+	if err := p.validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	// A big MinDelay raises the default MaxDelay with it.
+	big := RetryPolicy{MinDelay: time.Hour}.withDefaults()
+	if big.MaxDelay != time.Hour || big.validate() != nil {
+		t.Fatalf("MinDelay 1h: %+v", big)
+	}
+	if d := (RetryPolicy{MinDelay: time.Second, MaxDelay: 5 * time.Second, Jitter: -1}).Backoff(1000); d != 5*time.Second {
+		t.Fatalf("Backoff(1000) = %v, want MaxDelay", d)
+	}
+	if d := (RetryPolicy{}).Backoff(0); d < 800*time.Millisecond || d > 1200*time.Millisecond {
+		t.Fatalf("Backoff(0) = %v, want about MinDelay", d)
+	}
+}
+
+func TestTopicOptionsMerge(t *testing.T) {
+	def := TopicOptions{MaxConcurrency: 4, Lease: time.Minute, Retry: RetryPolicy{MaxAttempts: 3}, DisableHeartbeat: true}.withDefaults()
+	got := TopicOptions{MaxConcurrency: 2}.merge(def)
+	if got.MaxConcurrency != 2 || got.Lease != time.Minute || got.PollInterval != time.Second || got.ClaimBatch != 256 ||
+		got.Retry.MaxAttempts != 3 || !got.DisableHeartbeat {
+		t.Fatalf("merge: %+v", got)
+	}
+	if err := (TopicOptions{ClaimBatch: -1}).withDefaults().validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ClaimBatch") {
+		t.Fatalf("ClaimBatch -1: %v", err)
+	}
+	if err := (TopicOptions{}).withDefaults().validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
+func TestNewClientValidation(t *testing.T) {
+	if _, err := NewClient(nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil driver: %v", err)
+	}
+	if _, err := NewClient(nopDriver{}, &Config{Prefix: "a b"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "Prefix") {
+		t.Errorf("bad prefix: %v", err)
+	}
+	c, err := NewClient(nopDriver{}, &Config{Prefix: "app:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.maxBody != 1<<20 || c.log == nil || c.lenient {
+		t.Errorf("defaults: maxBody %d log %v lenient %v", c.maxBody, c.log, c.lenient)
+	}
+	if full, err := c.fullTopic("jobs"); err != nil || full != "app:jobs" {
+		t.Errorf("fullTopic: %q, %v", full, err)
+	}
+	if _, err := c.fullTopic(""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty topic: %v", err)
+	}
+}
+
+func TestEncodeTimer(t *testing.T) {
+	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog, MaxBodyBytes: 100})
+	nt, err := c.encodeTimer(&Timer{ID: "x", Body: "hi", Headers: map[string]string{"b": "2", "a": "1"}, Delay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nt.ID != "x" || nt.Delay != time.Second || !nt.At.IsZero() {
+		t.Errorf("timer: %+v", nt)
+	}
+	env, err := envelope.DecodeBinary(nt.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []envelope.Header{{Key: "correlation_id", Value: "x"}, {Key: "content-type", Value: "text/plain"}, {Key: "a", Value: "1"}, {Key: "b", Value: "2"}}
+	if fmt.Sprint(env.Headers) != fmt.Sprint(want) || string(env.Body) != "hi" {
+		t.Errorf("envelope headers %v body %q; want %v (user headers in key order)", env.Headers, env.Body, want)
+	}
+	// A random id, and the correlation id follows it.
+	nt, err = c.encodeTimer(&Timer{Body: []byte{1}})
+	if err != nil || len(nt.ID) != 36 {
+		t.Fatalf("random id: %q, %v", nt.ID, err)
+	}
+	env, _ = envelope.DecodeBinary(nt.Payload)
+	if corr, _ := env.Get("correlation_id"); corr != nt.ID {
+		t.Errorf("correlation id %q, want the id %q", corr, nt.ID)
+	}
+	if _, ok := env.Get("content-type"); ok {
+		t.Error("raw bytes got a content type")
+	}
+	for name, tm := range map[string]Timer{
+		"negative delay":   {Delay: -1},
+		"delay and At":     {Delay: time.Second, At: time.Now()},
+		"bad id":           {ID: "a\nb"},
+		"empty header key": {Headers: map[string]string{"": "v"}},
+		"too big":          {Body: strings.Repeat("x", 200)},
+		"bad raw json":     {Body: json.RawMessage("{")},
+		"func body":        {Body: func() {}},
+	} {
+		if _, err := c.encodeTimer(&tm); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	// json.RawMessage is compacted and sent as JSON.
+	b, ct, err := encodeBody(json.RawMessage("{ \"a\" : 1 }"))
+	if err != nil || string(b) != `{"a":1}` || ct != envelope.ContentTypeJSON {
+		t.Errorf("RawMessage: %q %q %v", b, ct, err)
+	}
+}
+
+func TestPublishOptions(t *testing.T) {
+	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
+	// Both In and At are refused before the store is touched (nopDriver
+	// would panic).
+	if _, err := c.Publish(context.Background(), "t", "x", In(0), At(time.Now())); !errors.Is(err, ErrInvalid) {
+		t.Errorf("In(0) and At: %v", err)
+	}
+	var tm Timer
+	var m publishMode
+	for _, o := range []PublishOption{WithHeader("a", "1"), WithHeaders(map[string]string{"b": "2"}), WithCorrelationID("c"), WithID("i"), IfAbsent()} {
+		o(&tm, &m)
+	}
+	if tm.Headers["a"] != "1" || tm.Headers["b"] != "2" || tm.CorrelationID != "c" || tm.ID != "i" || !m.ifAbsent {
+		t.Errorf("options: %+v %+v", tm, m)
+	}
+	var bm publishMode
+	BatchIfAbsent()(&bm)
+	if !bm.ifAbsent {
+		t.Error("BatchIfAbsent")
+	}
+}
+
+func TestBodyDecoder(t *testing.T) {
+	var b []byte
+	if err := bodyDecoder[[]byte]()([]byte{1, 2}, &b); err != nil || string(b) != "\x01\x02" {
+		t.Errorf("[]byte: %q %v", b, err)
+	}
+	var s string
+	if err := bodyDecoder[string]()([]byte("hé"), &s); err != nil || s != "hé" {
+		t.Errorf("string: %q %v", s, err)
+	}
+	var r json.RawMessage
+	if err := bodyDecoder[json.RawMessage]()([]byte(`{"a":1}`), &r); err != nil || string(r) != `{"a":1}` {
+		t.Errorf("RawMessage: %q %v", r, err)
+	}
+	type v struct{ N int }
+	var x v
+	if err := bodyDecoder[v]()([]byte(`{"N":3}`), &x); err != nil || x.N != 3 {
+		t.Errorf("struct: %+v %v", x, err)
+	}
+	x = v{}
+	if err := bodyDecoder[v]()(nil, &x); err != nil || x.N != 0 {
+		t.Errorf("empty body: %+v %v", x, err)
+	}
+	if err := bodyDecoder[v]()([]byte("not json"), &x); err == nil || !strings.Contains(err.Error(), "ontime.v") {
+		t.Errorf("bad JSON: %v, want an error naming the type", err)
+	}
+	var p *v
+	if err := bodyDecoder[*v]()([]byte(`{"N":4}`), &p); err != nil || p == nil || p.N != 4 {
+		t.Errorf("pointer: %+v %v", p, err)
+	}
+}
+
+func TestSplitHeaders(t *testing.T) {
+	corr, ct, user := splitHeaders(&envelope.Message{Headers: []envelope.Header{
+		{Key: "correlation_id", Value: "c"}, {Key: "content-type", Value: "text/plain"}, {Key: "x", Value: "1"},
+	}})
+	if corr != "c" || ct != "text/plain" || len(user) != 1 || user["x"] != "1" {
+		t.Errorf("%q %q %v", corr, ct, user)
+	}
+	if _, _, user := splitHeaders(&envelope.Message{}); user != nil {
+		t.Errorf("no headers: %v, want nil", user)
+	}
+}
+
+func TestOutcomes(t *testing.T) {
+	base := errors.New("base")
+	for _, err := range []error{Reject(base), DeadLetter(base), RetryAfter(time.Second, base)} {
+		if !errors.Is(err, base) {
+			t.Errorf("%v does not wrap its error", err)
+		}
+	}
+	var o *outcome
+	if !errors.As(Snooze(-time.Second), &o) || o.delay != 0 || o.kind != outcomeSnooze {
+		t.Errorf("Snooze(-1s): %+v", o)
+	}
+	if !errors.As(RetryAfter(-time.Second, nil), &o) || o.delay != 0 {
+		t.Errorf("RetryAfter(-1s): %+v", o)
+	}
+	for _, err := range []error{Snooze(time.Second), Reject(nil), DeadLetter(base), RetryAfter(time.Second, base)} {
+		if err.Error() == "" {
+			t.Errorf("%#v: empty message", err)
+		}
+	}
+}
+
+// testDelivery is a delivery of a timer at attempt, with policy p.
+func testDelivery(p RetryPolicy, attempt int) *delivery {
+	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
+	w := NewWorker(c, nil)
+	r := &runner{w: w, topic: "t", opts: TopicOptions{Retry: p.withDefaults()}}
+	return &delivery{r: r, t: ontimedriver.ClaimedTimer{ID: "x", Attempt: attempt}, ctx: context.Background()}
+}
+
+func TestSettlementFor(t *testing.T) {
+	p := RetryPolicy{MinDelay: time.Second, Jitter: -1, MaxAttempts: 3}
+	d := testDelivery(p, 1)
+	r := d.r
+	base := errors.New("boom")
+	cases := []struct {
+		name string
+		err  error
+		want ontimedriver.Settlement
+	}{
+		{"nil", nil, ontimedriver.Settlement{Kind: ontimedriver.Ack}},
+		{"error", base, ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: time.Second, Error: "boom"}},
+		{"snooze", Snooze(time.Minute), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
+		{"wrapped snooze", fmt.Errorf("x: %w", Snooze(time.Minute)), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
+		{"reject", Reject(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}},
+		{"dead", DeadLetter(base), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected, Error: "boom"}},
+		{"dead nil", DeadLetter(nil), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected}},
+		{"retry after", RetryAfter(5*time.Second, base), ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: 5 * time.Second, Error: "boom"}},
+		{"undecodable", &undecodableError{base}, ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonUndecodable, Error: "body does not decode: boom"}},
+	}
+	for _, c := range cases {
+		if got := r.settlementFor(d, c.err); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	last := testDelivery(p, 3)
+	for _, err := range []error{base, RetryAfter(time.Second, base)} {
+		got := last.r.settlementFor(last, err)
+		if got.Kind != ontimedriver.Dead || got.Reason != ontimedriver.ReasonMaxAttempts || got.Error != "boom" {
+			t.Errorf("last attempt, %v: %+v, want dead with max_attempts", err, got)
+		}
+	}
+	// Retry forever.
+	forever := testDelivery(RetryPolicy{MaxAttempts: -1}, 1000)
+	if got := forever.r.settlementFor(forever, base); got.Kind != ontimedriver.Retry {
+		t.Errorf("MaxAttempts -1 at attempt 1000: %+v", got)
+	}
+	// A handler cancelled by a forced shutdown: due again, not a failure.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.ctx = ctx
+	r.forced.Store(true)
+	if got := r.settlementFor(d, context.Canceled); got.Kind != ontimedriver.Snooze || got.Delay != 0 {
+		t.Errorf("forced shutdown: %+v, want snooze 0", got)
+	}
+}
+
+func TestStopUnstartedWorker(t *testing.T) {
+	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
+	w := NewWorker(c, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for i := range 2 {
+		if err := w.Stop(ctx); err != nil {
+			t.Fatalf("Stop #%d of a worker that never ran: %v", i+1, err)
+		}
+	}
+	if err := w.Run(ctx); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Run after Stop: %v, want ErrStopped", err)
+	}
+	if h := w.Health(); !h.Healthy {
+		t.Fatalf("Health: %+v", h)
+	}
+}
+
+func TestNextBackoff(t *testing.T) {
+	var d time.Duration
+	for range 20 {
+		d = nextBackoff(d)
+		if d < 25*time.Millisecond || d > 7500*time.Millisecond {
+			t.Fatalf("nextBackoff out of range: %v", d)
+		}
+	}
+}
