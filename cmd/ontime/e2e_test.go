@@ -140,7 +140,7 @@ func testWatch(t *testing.T, b *backend) {
 
 	// Far enough out that every schedule below (several CLI runs of a race
 	// build on a loaded machine) is done before the first one fires.
-	base := time.Now().Truncate(time.Second).Add(8 * time.Second)
+	base := time.Now().Truncate(time.Second).Add(12 * time.Second)
 	var want []expect
 	post := func(id string, body any, at time.Time) {
 		r := a.must(201, "POST", tp+"/timers", map[string]any{"id": id, "body": body, "at": at.Format(time.RFC3339Nano)})
@@ -635,15 +635,18 @@ func testCLIDirect(t *testing.T, b *backend) {
 	w := start(t, nil, append([]string{"watch", topic}, flags...)...)
 	w.waitStderr(30*time.Second, "watching "+topic)
 
-	base := time.Now().Truncate(time.Second).Add(5 * time.Second)
+	// Every CLI call below is a process start (slow under -race on a busy
+	// machine), so the two timers are due well after the checks that need
+	// them pending; ls runs right after the schedules.
+	base := time.Now().Truncate(time.Second).Add(10 * time.Second)
 	run("schedule", topic, "second", "--at", base.Add(time.Second).Format(time.RFC3339), "--id", "b")
 	run("schedule", topic, "first", "--at", base.Format(time.RFC3339), "--id", "a", "--header", "k=v")
 	run("schedule", topic, "never", "--in", "1h", "--id", "gone")
+	if out := run("ls", topic); !strings.Contains(out, "first") || !strings.Contains(out, "second") || !strings.Contains(out, "never") {
+		t.Errorf("ls printed (%s before the first is due):\n%s", time.Until(base).Round(time.Millisecond), out)
+	}
 	if out := run("get", topic, "a", "--json"); !strings.Contains(out, `"k":"v"`) && !strings.Contains(out, `"k": "v"`) {
 		t.Errorf("get --json printed %q, want the header k=v", out)
-	}
-	if out := run("ls", topic); !strings.Contains(out, "first") || !strings.Contains(out, "second") || !strings.Contains(out, "never") {
-		t.Errorf("ls printed:\n%s", out)
 	}
 	run("cancel", topic, "gone")
 	if _, _, code := cli(t, nil, nil, append([]string{"get", topic, "gone"}, flags...)...); code != 3 {
