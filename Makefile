@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Every module of the workspace (go.work), or the root module alone.
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 
-.PHONY: test deps lint fmt-check vet staticcheck race fuzz bench bench-report serve
+.PHONY: test deps lint fmt-check tidy-check vet staticcheck race fuzz bench bench-report serve
 
 ## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
 test: deps lint race
@@ -19,7 +19,11 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
 	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is still missing"; exit 1; }
 
-lint: fmt-check vet staticcheck
+lint: fmt-check tidy-check vet staticcheck
+
+## tidy-check: every module's go.mod and go.sum are what `go mod tidy` writes.
+tidy-check:
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

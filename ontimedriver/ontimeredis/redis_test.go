@@ -294,33 +294,56 @@ func TestNativeKeysShareHashTag(t *testing.T) {
 	}
 }
 
-// TestMalformedNativeRecordDeadLettered: a record in the msg hash that has
-// no ontime header (written by another program) is moved whole to the dead
-// letters with reason undecodable, once, and never delivered.
+// TestMalformedNativeRecordDeadLettered: a record in the msg hash without a
+// well-formed ontime header (written by another program, or damaged: an
+// error length past the end, numbers too large to read) is moved whole to
+// the dead letters with reason undecodable, once, and never delivered; a
+// good timer claimed in the same call is delivered as usual.
 func TestMalformedNativeRecordDeadLettered(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	rdb := redistest.NewClient(t)
 	d := newDriver(t, ontimeredis.Options{})
 	p := d.Options().Prefix
-	now := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
-	rdb.ZAdd(ctx, p+"{m}:due", redis.Z{Score: mustFloat(now), Member: "junk"})
-	rdb.HSet(ctx, p+"{m}:msg", "junk", "not an ontime record")
+	bad := map[string]string{
+		"junk":     "not an ontime record",
+		"errlen":   "0,1,99:x",
+		"attempt":  "99999999999999999999,1,0:x",
+		"due":      "0,999999999999999999999999,0:x",
+		"errdigit": "0,1,99999999999999999999:x",
+	}
+	past := float64(time.Now().Add(-time.Second).UnixMilli())
+	for id, rec := range bad {
+		rdb.ZAdd(ctx, p+"{m}:due", redis.Z{Score: past, Member: id})
+		rdb.HSet(ctx, p+"{m}:msg", id, rec)
+	}
+	if _, err := d.Schedule(ctx, "m", []ontimedriver.NewTimer{{ID: "good", Payload: []byte("ok")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
 	for range 2 {
 		cl, err := d.Claim(ctx, "m", 10, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cl.Timers) != 0 {
-			t.Fatalf("claimed %v", cl.Timers)
+		for _, ct := range cl.Timers {
+			got = append(got, ct.ID+"="+string(ct.Payload))
 		}
+	}
+	if len(got) != 1 || got[0] != "good=ok" {
+		t.Fatalf("claimed %v, want only good=ok", got)
 	}
 	dead, err := d.ListDead(ctx, "m", ontimedriver.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(dead.Dead) != 1 || dead.Dead[0].Reason != ontimedriver.ReasonUndecodable || string(dead.Dead[0].Payload) != "not an ontime record" {
-		t.Fatalf("dead letters %+v", dead.Dead)
+	if len(dead.Dead) != len(bad) {
+		t.Fatalf("%d dead letters, want %d: %+v", len(dead.Dead), len(bad), dead.Dead)
+	}
+	for _, dl := range dead.Dead {
+		if dl.Reason != ontimedriver.ReasonUndecodable || string(dl.Payload) != bad[dl.ID] {
+			t.Errorf("dead letter %s: reason %q payload %q, want undecodable %q", dl.ID, dl.Reason, dl.Payload, bad[dl.ID])
+		}
 	}
 }
 

@@ -18,18 +18,19 @@ if #ids > 0 then
     local rec = recs[i]
     local a
     if rec then
-      a = string.match(rec, '^(%d+),%-?%d+,%d+:')
+      local e
+      e, a = header(rec)
     end
     if not rec then
       -- an orphan: an id without a body is removed.
       gone[#gone + 1] = id
     elseif not a then
-      -- a record without an ontime header (written by something else):
-      -- kept whole as a dead letter, never retried.
+      -- a record without a well-formed ontime header (written by something
+      -- else, or damaged): kept whole as a dead letter, never retried.
       gone[#gone + 1] = id
       redis.call('HDEL', KEYS[2], id)
       redis.call('ZADD', KEYS[5], now, id)
-      redis.call('HSET', KEYS[6], id, dead_record(0, now, 'undecodable', 'stored record has no ontime header', rec))
+      redis.call('HSET', KEYS[6], id, dead_record(0, now, 'undecodable', 'stored record has no well-formed ontime header', rec))
     else
       -- an expired lease carries the attempts counted since the record
       local l = leases[i]

@@ -10,12 +10,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function parse(rec)
+-- header checks a record's header exactly as Go's parseRecord reads it
+-- (digit counts that fit its integers, an error length within the record)
+-- and returns the header's end, attempt, due and error length, or nil.
+-- Whatever it accepts, the Go side can parse.
+local function header(rec)
   local s, e, a, due, el = string.find(rec, '^(%d+),(%-?%d+),(%d+):')
-  if not s then
+  if not s or #a > 9 or #due > 17 or #el > 10 then
     return nil
   end
   el = tonumber(el)
+  if e + el > #rec then
+    return nil
+  end
+  return e, a, due, el
+end
+
+local function parse(rec)
+  local e, a, due, el = header(rec)
+  if not e then
+    return nil
+  end
   return {
     attempt = tonumber(a),
     due = tonumber(due),
