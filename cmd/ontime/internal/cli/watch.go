@@ -37,7 +37,7 @@ worker of the topic itself. Line breaks inside a body print as \n.`,
 			}
 			defer c.close()
 			if c.client != nil {
-				return watchWorker(cmd.Context(), c, a[0], e)
+				return watchWorker(cmd.Context(), c, a[0], e, o.json)
 			}
 			return watchServer(cmd.Context(), c, a[0], e, o.json)
 		},
@@ -46,11 +46,20 @@ worker of the topic itself. Line breaks inside a body print as \n.`,
 	return cmd
 }
 
-// watchWorker runs a worker for topic that prints each message.
-func watchWorker(ctx context.Context, c *apiClient, topic string, e *env) error {
+// watchWorker runs a worker for topic that prints each message: its watch
+// line, or with asJSON the same event JSON a server's stream carries.
+func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, asJSON bool) error {
 	w := ontime.NewWorker(c.client, nil)
 	err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
-		_, err := fmt.Fprintln(e.stdout, wire.WatchLine(m.Due, m.Body))
+		line := wire.WatchLine(m.Due, m.Body)
+		if asJSON {
+			b, err := json.Marshal(wire.NewEvent(m.ID, m.Topic, m.Due, m.Attempt, m.Headers, m.CorrelationID, m.ContentType, m.Body))
+			if err != nil {
+				return err
+			}
+			line = string(b)
+		}
+		_, err := fmt.Fprintln(e.stdout, line)
 		return err
 	}, &ontime.TopicOptions{MaxConcurrency: 1})
 	if err != nil {

@@ -87,14 +87,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 // appendEvent writes one SSE event: "id", "event: timer" and a one-line
 // JSON "data".
 func appendEvent(buf *bytes.Buffer, m *delivery.Message) error {
-	ev := wire.Event{
-		ID: m.ID, Topic: m.Topic, DueAt: m.Due.UTC(), Attempt: m.Attempt, Headers: m.Headers,
-		CorrelationID: m.CorrelationID, ContentType: m.ContentType,
-	}
-	if ev.Headers == nil {
-		ev.Headers = map[string]string{}
-	}
-	ev.Body, ev.BodyBase64 = wire.BodyJSON(m.ContentType, m.Body)
+	ev := wire.NewEvent(m.ID, m.Topic, m.Due, m.Attempt, m.Headers, m.CorrelationID, m.ContentType, m.Body)
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return err

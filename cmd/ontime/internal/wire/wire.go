@@ -127,6 +127,20 @@ type Event struct {
 	BodyBase64    *string           `json:"body_base64,omitempty"`
 }
 
+// NewEvent builds the watch event of a fired timer. Nil headers become an
+// empty object; the body goes to "body" or "body_base64" as BodyJSON says.
+func NewEvent(id, topic string, due time.Time, attempt int, headers map[string]string, correlationID, contentType string, body []byte) Event {
+	ev := Event{
+		ID: id, Topic: topic, DueAt: due.UTC(), Attempt: attempt, Headers: headers,
+		CorrelationID: correlationID, ContentType: contentType,
+	}
+	if ev.Headers == nil {
+		ev.Headers = map[string]string{}
+	}
+	ev.Body, ev.BodyBase64 = BodyJSON(contentType, body)
+	return ev
+}
+
 // MessageIn is the simple API: POST /messages.
 type MessageIn struct {
 	Message  *string  `json:"message"`

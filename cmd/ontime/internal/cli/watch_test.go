@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// syncBuf is an output sink safe for concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestWatchRedisJSON: `ontime watch --redis URL --json` prints each timer as
+// the event JSON a server's stream carries (the Event schema of the OpenAPI
+// document), not as a watch line, and acks it.
+func TestWatchRedisJSON(t *testing.T) {
+	t.Parallel()
+	rs := testredis.StartT(t)
+	spec, err := apitest.Load(server.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("watchjson%d:", time.Now().UnixNano())
+	const topic = "wj"
+
+	var stdout, stderr syncBuf
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Run(ctx, []string{"watch", topic, "--redis", rs.URL(), "--redis-prefix", prefix, "--json"},
+			strings.NewReader(""), &stdout, &stderr, func(string) (string, bool) { return "", false })
+	}()
+
+	st, err := store.OpenRedis(store.RedisOptions{URL: rs.URL(), Prefix: prefix}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	client, err := ontime.NewClient(st.Driver, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(300 * time.Millisecond).UTC().Truncate(time.Millisecond)
+	if _, err := client.Publish(t.Context(), topic, map[string]int{"n": 7}, ontime.WithID("j1"), ontime.At(due),
+		ontime.WithHeaders(map[string]string{"k": "v"}), ontime.WithCorrelationID("corr-1")); err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(stdout.String(), "\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("watch printed nothing; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	line := strings.TrimSuffix(stdout.String(), "\n")
+	if err := spec.CheckSchema("Event", []byte(line)); err != nil {
+		t.Errorf("line %q: %v", line, err)
+	}
+	var ev wire.Event
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatalf("watch --redis --json printed %q, not JSON: %v", line, err)
+	}
+	if ev.ID != "j1" || ev.Topic != topic || !ev.DueAt.Equal(due) || ev.Attempt != 1 || ev.Headers["k"] != "v" ||
+		ev.CorrelationID != "corr-1" || ev.ContentType != "application/json" || string(ev.Body) != `{"n":7}` {
+		t.Errorf("event %s", line)
+	}
+	// Acked once printed.
+	for {
+		n, err := client.Count(t.Context(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Scheduled+n.Leased == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the timer was not acked: %+v", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-exit:
+		if code != ExitOK {
+			t.Errorf("watch exited %d; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("watch did not stop after its context ended")
+	}
+}
