@@ -90,7 +90,8 @@ func (c *Client) fullTopic(topic string) (string, error) {
 // Timer is one timer for PublishBatch. Exactly one of Delay and At may be
 // set; neither means due now.
 type Timer struct {
-	// ID is the timer's id; empty means a random UUID.
+	// ID is the timer's id; empty means a random UUID (PublishResult.ID
+	// then tells which).
 	ID string
 	// Body is the message: a string (sent as text/plain), a []byte (raw, no
 	// content type), nil (no body), a json.RawMessage (sent as is, as JSON)
@@ -112,6 +113,7 @@ type PublishOption func(*Timer, *publishMode)
 type publishMode struct {
 	ifAbsent bool
 	delaySet bool
+	idSet    bool
 }
 
 // In makes the timer due d from now, on the store's clock. A negative d is
@@ -127,9 +129,11 @@ func At(at time.Time) PublishOption {
 }
 
 // WithID sets the timer id. Publishing an id that exists reschedules that
-// timer and replaces its body (unless IfAbsent).
+// timer and replaces its body (unless IfAbsent). An empty id is refused
+// with ErrInvalid (leave WithID out to get a random UUID): an id that came
+// out empty is more likely a caller's bug than a wish for a random one.
 func WithID(id string) PublishOption {
-	return func(t *Timer, _ *publishMode) { t.ID = id }
+	return func(t *Timer, m *publishMode) { t.ID = id; m.idSet = true }
 }
 
 // WithHeaders adds user headers to the message.
@@ -171,16 +175,27 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 	if m.delaySet && !t.At.IsZero() {
 		return "", invalidf("both a delay (In) and an instant (At) were given; use one")
 	}
-	res, err := c.publish(ctx, topic, []Timer{t}, m.ifAbsent)
+	if m.idSet && t.ID == "" {
+		return "", invalidf("WithID: the id is empty; leave WithID out for a random UUID")
+	}
+	full, nts, err := c.prepare(topic, []Timer{t})
 	if err != nil {
 		return "", err
 	}
-	return res[0].ID, res[0].Err
+	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(m.ifAbsent))
+	if err != nil {
+		return "", fmt.Errorf("ontime: publish to %q: %w", full, err)
+	}
+	return nts[0].ID, res[0].Err
 }
 
 // PublishResult is the outcome of one timer of PublishBatch.
 type PublishResult struct {
-	ID  string
+	// ID is the timer's id: Timer.ID, or the random UUID it was given.
+	ID string
+	// Due is the due time as the store keeps it (rounded up to the store's
+	// precision). With IfAbsent and an id that exists, it is the existing
+	// timer's due time where the store reports it, else zero.
 	Due time.Time
 	// Err is nil, ErrExists (with IfAbsent), or the reason this timer was
 	// refused.
@@ -194,57 +209,86 @@ type BatchOption func(*publishMode)
 // results carry ErrExists.
 func BatchIfAbsent() BatchOption { return func(m *publishMode) { m.ifAbsent = true } }
 
-// PublishBatch schedules many timers on one topic in one store round trip
-// (large batches are split into chunks of a few hundred). Every timer is
-// validated first: if any is invalid, the call returns an error naming it
-// and writes nothing. Results are in the order of timers.
+// BatchChunkSize is the most timers PublishBatch writes in one store call.
+// One call is atomic: one transaction of the embedded store, one Lua script
+// of Redis, so its timers are written all together or not at all.
+const BatchChunkSize = 500
+
+// PublishBatch schedules many timers on one topic, in one store round trip
+// per BatchChunkSize timers. Every timer is validated first: if any is
+// invalid, the call returns an error naming it and writes nothing. Results
+// are in the order of timers.
+//
+// A batch of up to BatchChunkSize timers is atomic: on an error nothing was
+// written. A larger batch is written chunk by chunk, in order, and is not
+// atomic: when the store fails on a chunk, the chunks before it stay
+// written. PublishBatch then returns the results of those chunks (timers
+// [0, Written)) and a *BatchError that says which timers were not
+// confirmed and unwraps to the store's error. A store error does not
+// always tell whether the failed chunk reached the store (a timeout after
+// the request was sent), so BatchError.IDs lists the ids of every timer
+// not confirmed, including the random ones: publishing them again with
+// those ids is safe, since publishing an id that exists replaces it.
 func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer, opts ...BatchOption) ([]PublishResult, error) {
 	var m publishMode
 	for _, o := range opts {
 		o(&m)
 	}
-	return c.publish(ctx, topic, timers, m.ifAbsent)
-}
-
-const publishChunk = 500
-
-func (c *Client) publish(ctx context.Context, topic string, timers []Timer, ifAbsent bool) ([]PublishResult, error) {
-	full, err := c.fullTopic(topic)
+	full, nts, err := c.prepare(topic, timers)
 	if err != nil {
 		return nil, err
 	}
+	mode := scheduleMode(m.ifAbsent)
+	out := make([]PublishResult, len(nts))
+	for start := 0; start < len(nts); start += BatchChunkSize {
+		end := min(start+BatchChunkSize, len(nts))
+		res, err := c.drv.Schedule(ctx, full, nts[start:end], mode)
+		if err == nil && len(res) != end-start {
+			err = fmt.Errorf("the store returned %d results for %d timers", len(res), end-start)
+		}
+		if err != nil {
+			be := &BatchError{Topic: full, Written: start, Failed: end - start, Total: len(nts), Err: err}
+			be.IDs = make([]string, len(nts)-start)
+			for i := range be.IDs {
+				be.IDs[i] = nts[start+i].ID
+			}
+			if start == 0 {
+				return nil, be
+			}
+			return out[:start], be
+		}
+		for i, r := range res {
+			out[start+i] = PublishResult{ID: nts[start+i].ID, Due: r.Due, Err: r.Err}
+		}
+	}
+	return out, nil
+}
+
+func scheduleMode(ifAbsent bool) ontimedriver.ScheduleMode {
+	if ifAbsent {
+		return ontimedriver.IfAbsent
+	}
+	return ontimedriver.Upsert
+}
+
+// prepare validates the topic and encodes every timer; nothing is written.
+func (c *Client) prepare(topic string, timers []Timer) (string, []ontimedriver.NewTimer, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return "", nil, err
+	}
 	nts := make([]ontimedriver.NewTimer, len(timers))
-	out := make([]PublishResult, len(timers))
 	for i := range timers {
 		nt, err := c.encodeTimer(&timers[i])
 		if err != nil {
 			if len(timers) > 1 {
-				return nil, fmt.Errorf("timer %d: %w", i, err)
+				return "", nil, fmt.Errorf("timer %d: %w", i, err)
 			}
-			return nil, err
+			return "", nil, err
 		}
 		nts[i] = nt
-		out[i].ID = nt.ID
 	}
-	mode := ontimedriver.Upsert
-	if ifAbsent {
-		mode = ontimedriver.IfAbsent
-	}
-	for start := 0; start < len(nts); start += publishChunk {
-		end := min(start+publishChunk, len(nts))
-		res, err := c.drv.Schedule(ctx, full, nts[start:end], mode)
-		if err != nil {
-			if start > 0 {
-				return nil, fmt.Errorf("ontime: publish to %q: the first %d timers were written, the rest were not: %w", full, start, err)
-			}
-			return nil, fmt.Errorf("ontime: publish to %q: %w", full, err)
-		}
-		for i, r := range res {
-			out[start+i].Due = r.Due
-			out[start+i].Err = r.Err
-		}
-	}
-	return out, nil
+	return full, nts, nil
 }
 
 func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
@@ -340,28 +384,41 @@ type State = ontimedriver.State
 
 // Timer states.
 const (
+	// StateScheduled is a timer waiting for its due time (or due and not
+	// yet claimed).
 	StateScheduled = ontimedriver.StateScheduled
-	StateLeased    = ontimedriver.StateLeased
+	// StateLeased is a timer a worker has claimed and holds until its
+	// lease deadline.
+	StateLeased = ontimedriver.StateLeased
 )
 
 // TimerInfo is a stored timer as Get and List show it.
 type TimerInfo struct {
-	ID    string
+	// ID is the timer id.
+	ID string
+	// Topic is the topic as the caller named it (without the Client's
+	// prefix).
 	Topic string
 	// Due is the time the timer is scheduled for.
-	Due   time.Time
+	Due time.Time
+	// State is StateScheduled or StateLeased.
 	State State
 	// LeaseUntil is the lease deadline while a worker holds the timer.
 	LeaseUntil time.Time
 	// Attempt counts deliveries since the timer was (re)scheduled.
-	Attempt   int
+	Attempt int
+	// LastError is the error of the last failed delivery, if any.
 	LastError string
-	// CorrelationID, ContentType and Headers come from the envelope; Headers
-	// holds the user headers (not correlation_id or content-type).
+	// CorrelationID is the envelope's correlation id (the timer id when the
+	// envelope has none).
 	CorrelationID string
-	ContentType   string
-	Headers       map[string]string
-	Body          []byte
+	// ContentType is the envelope's content type (ontime writes
+	// "text/plain" for text, "application/json" for JSON, none for bytes).
+	ContentType string
+	// Headers holds the user headers (not correlation_id or content-type).
+	Headers map[string]string
+	// Body is the message body.
+	Body []byte
 	// DecodeError is set when the stored envelope does not decode; Body
 	// then holds the raw stored bytes.
 	DecodeError string
@@ -433,6 +490,7 @@ type ListOptions = ontimedriver.ListOptions
 
 // TimerPage is a page of List.
 type TimerPage struct {
+	// Timers are this page's timers, in due order.
 	Timers []TimerInfo
 	// NextCursor goes into ListOptions.Cursor for the next page; empty on
 	// the last page.
@@ -488,26 +546,47 @@ func (c *Client) Topics(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// DeadLetter is a timer that was given up on.
+// DeadLetterInfo is a timer that was given up on, as DeadLetters shows it.
 type DeadLetterInfo struct {
-	ID        string
-	Topic     string
-	Due       time.Time
-	DiedAt    time.Time
-	Attempt   int
-	Reason    string
+	// ID is the timer id.
+	ID string
+	// Topic is the topic as the caller named it (without the Client's
+	// prefix).
+	Topic string
+	// Due is the due time the timer had when it was given up on.
+	Due time.Time
+	// DiedAt is when the timer was moved to the dead letters.
+	DiedAt time.Time
+	// Attempt is the number of deliveries the timer had.
+	Attempt int
+	// Reason says why: "max_attempts" (the retry policy gave up),
+	// "rejected" (the handler returned DeadLetter or called
+	// Message.DeadLetter) or "undecodable" (the stored message does not
+	// decode).
+	Reason string
+	// LastError is the error of the last delivery, if any.
 	LastError string
-
+	// CorrelationID is the envelope's correlation id (the timer id when the
+	// envelope has none).
 	CorrelationID string
-	ContentType   string
-	Headers       map[string]string
-	Body          []byte
-	DecodeError   string
+	// ContentType is the envelope's content type (ontime writes
+	// "text/plain" for text, "application/json" for JSON, none for bytes).
+	ContentType string
+	// Headers holds the user headers (not correlation_id or content-type).
+	Headers map[string]string
+	// Body is the message body.
+	Body []byte
+	// DecodeError is set when the stored envelope does not decode; Body
+	// then holds the raw stored bytes.
+	DecodeError string
 }
 
 // DeadLetterPage is a page of DeadLetters.
 type DeadLetterPage struct {
-	Dead       []DeadLetterInfo
+	// Dead are this page's dead letters, oldest first.
+	Dead []DeadLetterInfo
+	// NextCursor goes into ListOptions.Cursor for the next page; empty on
+	// the last page.
 	NextCursor string
 }
 

@@ -20,9 +20,13 @@ type Message[T any] struct {
 	// Raw is the body as stored.
 	Raw []byte
 	// Headers are the user headers (not correlation_id or content-type).
-	Headers       map[string]string
+	Headers map[string]string
+	// CorrelationID is the envelope's correlation id: the publisher's
+	// WithCorrelationID, else the timer id.
 	CorrelationID string
-	ContentType   string
+	// ContentType is the envelope's content type (ontime writes
+	// "text/plain" for text, "application/json" for JSON, none for bytes).
+	ContentType string
 	// Due is the time the timer was scheduled for.
 	Due time.Time
 	// Attempt is 1 on the first delivery and grows with each retry.

@@ -6,12 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ontime-go/ontime/envelope"
+	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
 var quietLog = slog.New(slog.DiscardHandler)
@@ -300,5 +307,285 @@ func TestNextBackoff(t *testing.T) {
 		if d < 25*time.Millisecond || d > 7500*time.Millisecond {
 			t.Fatalf("nextBackoff out of range: %v", d)
 		}
+	}
+}
+
+// closeAfter forwards to a real embedded store and closes it right after
+// the n-th Schedule call has returned, as if the store went away between
+// two chunks of a batch. Every call still reaches the real store.
+type closeAfter struct {
+	*ontimebolt.Driver
+	n, calls int
+}
+
+func (d *closeAfter) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	res, err := d.Driver.Schedule(ctx, topic, ts, m)
+	if d.calls++; d.calls == d.n {
+		if cerr := d.Driver.Close(); cerr != nil {
+			panic(cerr)
+		}
+	}
+	return res, err
+}
+
+// listAll returns every timer of topic, by id.
+func listAll(t *testing.T, c *Client, topic string) map[string]TimerInfo {
+	t.Helper()
+	out := map[string]TimerInfo{}
+	opts := ListOptions{Limit: 1000}
+	for {
+		p, err := c.List(context.Background(), topic, opts)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for _, ti := range p.Timers {
+			if _, dup := out[ti.ID]; dup {
+				t.Fatalf("List returned %q twice", ti.ID)
+			}
+			out[ti.ID] = ti
+		}
+		if p.NextCursor == "" {
+			return out
+		}
+		opts.Cursor = p.NextCursor
+	}
+}
+
+// checkBatchInStore asserts that the store holds exactly the timers of res
+// (with their due times), plus the ids in keep, and none of the other ids
+// the BatchError lists.
+func checkBatchInStore(t *testing.T, stored map[string]TimerInfo, res []PublishResult, be *BatchError, keep map[string]string) {
+	t.Helper()
+	want := map[string]bool{}
+	for i, r := range res {
+		if r.Err != nil || r.ID == "" || r.Due.IsZero() {
+			t.Fatalf("result %d: %+v", i, r)
+		}
+		want[r.ID] = true
+		ti, ok := stored[r.ID]
+		switch {
+		case !ok:
+			t.Errorf("result %d (%s) reported written, not in the store", i, r.ID)
+		case !ti.Due.Equal(r.Due):
+			t.Errorf("result %d (%s): due %v reported, %v stored", i, r.ID, r.Due, ti.Due)
+		}
+	}
+	for id, body := range keep {
+		want[id] = true
+		if ti, ok := stored[id]; !ok || string(ti.Body) != body {
+			t.Errorf("timer %s existing before the batch: %+v, want body %q", id, ti, body)
+		}
+	}
+	for _, id := range be.IDs {
+		if _, ok := keep[id]; !ok && stored[id].ID != "" {
+			t.Errorf("timer %s is in the store, but the BatchError lists it as not written", id)
+		}
+	}
+	for id := range stored {
+		if !want[id] {
+			t.Errorf("timer %s is in the store, but no result reports it", id)
+		}
+	}
+}
+
+// A batch of four chunks whose store closes after the second: the first
+// 1000 timers are reported and stored, the rest neither, and the error
+// says so and wraps the store's error.
+func TestPublishBatchStoreFailsMidway(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "timers.db")
+	drv, err := ontimebolt.Open(path, &ontimebolt.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := NewClient(drv, &Config{Logger: quietLog})
+	// Two timers exist before the batch: one in a chunk that gets written
+	// (replaced), one in the chunk that fails (must stay as it was).
+	for _, id := range []string{"t-0100", "t-1100"} {
+		if _, err := c.Publish(ctx, "jobs", "old", WithID(id), In(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const n = 3*BatchChunkSize + 200
+	timers := make([]Timer, n)
+	for i := range timers {
+		timers[i] = Timer{Body: fmt.Sprintf("new %d", i), Delay: time.Duration(i+1) * time.Minute}
+		if i%2 == 0 { // half caller-chosen ids, half random
+			timers[i].ID = fmt.Sprintf("t-%04d", i)
+		}
+	}
+	c.drv = &closeAfter{Driver: drv, n: 2}
+	res, err := c.PublishBatch(ctx, "jobs", timers)
+
+	var be *BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("PublishBatch: %v, want a *BatchError", err)
+	}
+	if !errors.Is(err, ontimedriver.ErrClosed) {
+		t.Errorf("error %v does not unwrap to the store's ErrClosed", err)
+	}
+	if be.Topic != "jobs" || be.Written != 2*BatchChunkSize || be.Failed != BatchChunkSize || be.Total != n {
+		t.Errorf("BatchError %+v, want Written %d Failed %d Total %d", be, 2*BatchChunkSize, BatchChunkSize, n)
+	}
+	for _, s := range []string{"[0, 1000) written", "[1000, 1500) failed", "[1500, 1700) not sent", ontimedriver.ErrClosed.Error()} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	if len(res) != be.Written {
+		t.Fatalf("%d results, want the %d written", len(res), be.Written)
+	}
+	if len(be.IDs) != n-be.Written {
+		t.Fatalf("BatchError.IDs has %d ids, want %d", len(be.IDs), n-be.Written)
+	}
+	seen := map[string]bool{}
+	for k, id := range be.IDs {
+		if want := timers[be.Written+k].ID; (want != "" && id != want) || (want == "" && len(id) != 36) || seen[id] {
+			t.Errorf("BatchError.IDs[%d] = %q, timer's id %q", k, id, want)
+		}
+		seen[id] = true
+	}
+	for i, r := range res {
+		if want := timers[i].ID; want != "" && r.ID != want {
+			t.Errorf("result %d id %q, want %q", i, r.ID, want)
+		}
+	}
+
+	// What is on disk, read by a fresh store.
+	drv2, err := ontimebolt.Open(path, &ontimebolt.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv2.Close()
+	c2, _ := NewClient(drv2, &Config{Logger: quietLog})
+	stored := listAll(t, c2, "jobs")
+	checkBatchInStore(t, stored, res, be, map[string]string{"t-1100": "old"})
+	if len(stored) != be.Written+1 {
+		t.Errorf("%d timers stored, want %d", len(stored), be.Written+1)
+	}
+	if got := string(stored["t-0100"].Body); got != "new 100" {
+		t.Errorf("t-0100, in a written chunk, has body %q, want the batch's", got)
+	}
+
+	// Publishing the listed ids again finishes the batch without duplicates.
+	rest := timers[be.Written:]
+	for k := range rest {
+		rest[k].ID = be.IDs[k]
+	}
+	if _, err := c2.PublishBatch(ctx, "jobs", rest); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(listAll(t, c2, "jobs")); got != n {
+		t.Errorf("after the retry %d timers stored, want %d", got, n)
+	}
+}
+
+// A Redis that reaches maxmemory part-way through a batch: no hook, the
+// real server refuses a chunk. The results returned are exactly what
+// Redis holds.
+func TestPublishBatchRedisOutOfMemory(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t)
+	rdb := srv.NewClient(t)
+	drv, err := ontimeredis.New(rdb, &ontimeredis.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	c, _ := NewClient(drv, &Config{Logger: quietLog})
+	if _, err := c.Publish(ctx, "jobs", "old", WithID("t-9999"), In(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// Leave room for about two chunks of 1 KiB timers.
+	used, err := usedMemory(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+1<<20, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 10 * BatchChunkSize
+	body := strings.Repeat("x", 1024)
+	timers := make([]Timer, n)
+	for i := range timers {
+		timers[i] = Timer{ID: fmt.Sprintf("t-%04d", i), Body: body, Delay: time.Duration(i+1) * time.Minute}
+	}
+	res, err := c.PublishBatch(ctx, "jobs", timers)
+	var be *BatchError
+	if !errors.As(err, &be) {
+		t.Fatalf("PublishBatch into a full Redis: %v, want a *BatchError", err)
+	}
+	t.Logf("%v", err)
+	if !strings.Contains(be.Err.Error(), "OOM") {
+		t.Errorf("store error %v, want Redis's OOM", be.Err)
+	}
+	if be.Written == 0 || be.Written%BatchChunkSize != 0 || be.Failed != BatchChunkSize || be.Total != n || len(res) != be.Written {
+		t.Fatalf("BatchError %+v with %d results: want a whole number of chunks (at least one) written, and their results", be, len(res))
+	}
+	for k, id := range be.IDs {
+		if id != timers[be.Written+k].ID {
+			t.Fatalf("BatchError.IDs[%d] = %q, want %q", k, id, timers[be.Written+k].ID)
+		}
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	stored := listAll(t, c, "jobs")
+	checkBatchInStore(t, stored, res, be, map[string]string{"t-9999": "old"})
+	if len(stored) != be.Written+1 {
+		t.Errorf("%d timers stored, want %d", len(stored), be.Written+1)
+	}
+}
+
+func usedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
+	info, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no used_memory in INFO memory")
+}
+
+// WithID("") is refused, not turned into a random id; nothing is stored.
+// Timer.ID "" in a batch still means a random UUID, as documented.
+func TestPublishEmptyIDRefused(t *testing.T) {
+	ctx := context.Background()
+	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	c, _ := NewClient(drv, &Config{Logger: quietLog})
+	for name, opts := range map[string][]PublishOption{
+		"WithID(\"\")":            {WithID("")},
+		"WithID(\"a\") then \"\"": {WithID("a"), WithID(""), In(time.Hour)},
+	} {
+		id, err := c.Publish(ctx, "jobs", "body", opts...)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "WithID") || !strings.Contains(err.Error(), "empty") || id != "" {
+			t.Errorf("%s: id %q, err %v; want ErrInvalid naming the empty WithID", name, id, err)
+		}
+	}
+	if n, err := c.Count(ctx, "jobs"); err != nil || n.Scheduled+n.Leased != 0 {
+		t.Errorf("after refused publishes: %+v, %v; want nothing stored", n, err)
+	}
+	if ts, err := c.Topics(ctx); err != nil || len(ts) != 0 {
+		t.Errorf("topics %v, %v; want none", ts, err)
+	}
+
+	res, err := c.PublishBatch(ctx, "jobs", []Timer{{Body: "a"}, {ID: "b", Body: "b"}})
+	if err != nil || len(res) != 2 || len(res[0].ID) != 36 || res[1].ID != "b" {
+		t.Fatalf("PublishBatch with an empty Timer.ID: %+v, %v", res, err)
+	}
+	if _, err := c.Get(ctx, "jobs", res[0].ID); err != nil {
+		t.Errorf("the random id %s is not stored: %v", res[0].ID, err)
 	}
 }
