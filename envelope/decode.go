@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 func malformed(format string, args ...any) error {
@@ -18,9 +20,21 @@ func malformed(format string, args ...any) error {
 // as the two offset fields say, rather than assuming the layout Encode
 // writes. The header block must start after the fixed 18-byte prefix and end
 // at or before data_start; bytes between its end and data_start are ignored.
-// Every other problem (short buffer, wrong magic, unsupported version, an
-// offset or length pointing outside the buffer) is reported as an error
-// wrapping [ErrMalformed] that says what is wrong.
+//
+// Header lengths are read as byte counts first. If that reading fails, does
+// not end exactly at data_start, or yields a key or value that is not valid
+// UTF-8, the block is read again with each length as a count of UTF-8 code
+// points, which is what the Python writer stores (see the package
+// documentation). That second reading is used only if it is consistent:
+// every key and value valid UTF-8 and the last one ending exactly at
+// data_start. Otherwise the byte reading stands: its headers if it
+// succeeded (a gap before data_start is ignored and header bytes that are not
+// UTF-8 are kept as they are, so anything [Encode] writes round-trips), or its
+// error if it failed.
+//
+// Every problem (short buffer, wrong magic, unsupported version, an offset or
+// length pointing outside the buffer under both readings) is reported as an
+// error wrapping [ErrMalformed] that says what is wrong.
 //
 // The returned Body aliases b; header strings are copies.
 func DecodeBinary(b []byte) (*Message, error) {
@@ -48,21 +62,26 @@ func DecodeBinary(b []byte) (*Message, error) {
 	count := int(binary.BigEndian.Uint16(b[hs:]))
 	block := b[hs+2 : ds]
 
-	// First pass: check that all headers fit inside the block and find
-	// where they end, so that nothing is allocated for a corrupt envelope and
-	// allocations never exceed the buffer's size.
-	end := 0
-	for i := 0; i < count; i++ {
-		for _, field := range [2]string{"key", "value"} {
-			if len(block)-end < 2 {
-				return nil, malformed("header %d of %d: %s length runs past the header block (ends at data_start %d)", i, count, field, ds)
+	// First pass (once per reading of the lengths): check that all headers
+	// fit inside the block and find where they end, so that nothing but the
+	// error is allocated for a corrupt envelope and allocations never exceed
+	// the buffer's size.
+	unit := byteLengths
+	end, valid, fault := scanHeaders(block, count, byteLengths)
+	if fault.failed() || end != len(block) || !valid {
+		// Perhaps written by Python, with code-point counts.
+		cpEnd, _, cpFault := scanHeaders(block, count, codePointLengths)
+		switch {
+		case !cpFault.failed() && cpEnd == len(block):
+			unit, end = codePointLengths, cpEnd
+		case fault.failed():
+			if !cpFault.failed() {
+				cpFault = scanFault{kind: endsEarly, at: cpEnd}
 			}
-			l := int(binary.BigEndian.Uint16(block[end:]))
-			end += 2
-			if len(block)-end < l {
-				return nil, malformed("header %d of %d: %s of %d bytes runs past the header block (ends at data_start %d)", i, count, field, l, ds)
-			}
-			end += l
+			msg := fault.appendTo(make([]byte, 0, 256), count, hs, ds)
+			msg = append(msg, "; read as code-point counts (the Python writer's lengths): "...)
+			msg = cpFault.appendTo(msg, count, hs, ds)
+			return nil, &malformedError{msg}
 		}
 	}
 
@@ -73,7 +92,7 @@ func DecodeBinary(b []byte) (*Message, error) {
 		s := string(block[:end])
 		p := 0
 		field := func() string {
-			l := int(binary.BigEndian.Uint16(block[p:]))
+			l := fieldBytes(block[p+2:], int(binary.BigEndian.Uint16(block[p:])), unit)
 			v := s[p+2 : p+2+l]
 			p += 2 + l
 			return v
@@ -84,6 +103,138 @@ func DecodeBinary(b []byte) (*Message, error) {
 		}
 	}
 	return &Message{Headers: headers, Body: b[ds:n:n], Format: FormatBinaryV1}, nil
+}
+
+// lengthUnit is what a header length field counts.
+type lengthUnit int
+
+const (
+	// byteLengths: the length is a byte count (the format; what Encode writes).
+	byteLengths lengthUnit = iota
+	// codePointLengths: the length is a count of UTF-8 code points (what
+	// the Python writer stores).
+	codePointLengths
+)
+
+// scanHeaders walks count headers through block, reading each length in
+// unit, and returns the byte offset where the last one ends and whether
+// every key and value is valid UTF-8 (always true when unit is
+// codePointLengths and the scan succeeds), or what went wrong. It allocates
+// nothing.
+func scanHeaders(block []byte, count int, unit lengthUnit) (end int, valid bool, f scanFault) {
+	valid = true
+	for i := 0; i < count; i++ {
+		for _, field := range [2]string{"key", "value"} {
+			if len(block)-end < 2 {
+				return 0, false, scanFault{kind: lengthPastEnd, header: i, field: field}
+			}
+			l := int(binary.BigEndian.Uint16(block[end:]))
+			end += 2
+			if unit == byteLengths {
+				if len(block)-end < l {
+					return 0, false, scanFault{kind: bytesPastEnd, header: i, field: field, n: l}
+				}
+				valid = valid && utf8.Valid(block[end:end+l])
+				end += l
+				continue
+			}
+			start := end
+			for k := 0; k < l; k++ {
+				if end == len(block) {
+					return 0, false, scanFault{kind: codePointsPastEnd, header: i, field: field, n: l}
+				}
+				r, size := utf8.DecodeRune(block[end:])
+				if r == utf8.RuneError && size == 1 {
+					return 0, false, scanFault{kind: notUTF8, header: i, field: field, at: end - start}
+				}
+				end += size
+			}
+		}
+	}
+	return end, valid, scanFault{}
+}
+
+// faultKind is what scanHeaders found wrong.
+type faultKind int
+
+const (
+	noFault faultKind = iota
+	lengthPastEnd
+	bytesPastEnd
+	codePointsPastEnd
+	notUTF8
+	endsEarly // the headers end before data_start (set by the caller)
+)
+
+// scanFault describes why a reading of the header block failed, without
+// allocating.
+type scanFault struct {
+	kind   faultKind
+	header int    // index of the header
+	field  string // "key" or "value"
+	n      int    // the length read
+	at     int    // notUTF8: offset in the field; endsEarly: offset in the block
+}
+
+func (f scanFault) failed() bool { return f.kind != noFault }
+
+// appendTo appends a description of f to b. count is the header count, hs
+// and ds are headers_start and data_start.
+func (f scanFault) appendTo(b []byte, count int, hs, ds uint64) []byte {
+	if f.kind == endsEarly {
+		b = append(b, "headers end at byte "...)
+		b = strconv.AppendUint(b, hs+2+uint64(f.at), 10)
+		b = append(b, ", before data_start "...)
+		return strconv.AppendUint(b, ds, 10)
+	}
+	b = append(b, "header "...)
+	b = strconv.AppendInt(b, int64(f.header), 10)
+	b = append(b, " of "...)
+	b = strconv.AppendInt(b, int64(count), 10)
+	b = append(b, ": "...)
+	b = append(b, f.field...)
+	switch f.kind {
+	case lengthPastEnd:
+		b = append(b, " length"...)
+	case bytesPastEnd, codePointsPastEnd:
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(f.n), 10)
+		if f.kind == bytesPastEnd {
+			b = append(b, " bytes"...)
+		} else {
+			b = append(b, " code points"...)
+		}
+	case notUTF8:
+		b = append(b, " is not valid UTF-8 at byte "...)
+		b = strconv.AppendInt(b, int64(f.at), 10)
+		return append(b, " of it"...)
+	}
+	b = append(b, " runs past the header block (ends at data_start "...)
+	b = strconv.AppendUint(b, ds, 10)
+	return append(b, ')')
+}
+
+// malformedError describes a malformed envelope with a message built without
+// fmt (the header-scan path keeps its allocations small); it wraps
+// [ErrMalformed].
+type malformedError struct{ msg []byte }
+
+func (e *malformedError) Error() string { return ErrMalformed.Error() + ": " + string(e.msg) }
+
+func (e *malformedError) Unwrap() error { return ErrMalformed }
+
+// fieldBytes returns the byte length of a field of l units at the start of
+// b, which scanHeaders has checked.
+func fieldBytes(b []byte, l int, unit lengthUnit) int {
+	if unit == byteLengths {
+		return l
+	}
+	p := 0
+	for k := 0; k < l; k++ {
+		_, size := utf8.DecodeRune(b[p:])
+		p += size
+	}
+	return p
 }
 
 // Decode is the lenient reader for stored payloads. It tries, in the order

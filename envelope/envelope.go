@@ -26,14 +26,40 @@
 // # Length fields
 //
 // ontime writes byte lengths in the header length fields. The Python writer
-// writes code-point counts instead; the two agree for ASCII keys and values,
-// which is what timers use in practice. A header with non-ASCII text written by
-// Python therefore produces an envelope that neither side can read as binary
-// (the Python reader then hands the whole envelope over as a raw body, while
-// [DecodeBinary] and [Decode] usually report it as malformed, because it
-// starts with the magic). Envelopes written by ontime
-// with non-ASCII headers are well formed and round-trip through
-// [DecodeBinary].
+// writes code-point counts instead (its data_start is still the real byte
+// offset of the body); the two agree for ASCII keys and values, which is what
+// timers use in practice. [DecodeBinary] (and so [Decode]) reads both: it
+// reads the lengths as bytes first and, when that reading fails, does not end
+// exactly at data_start or yields text that is not valid UTF-8, reads them
+// again as code-point counts and keeps that reading if it is consistent (all
+// valid UTF-8, ending exactly at data_start). A Python envelope with a
+// non-ASCII header therefore decodes to the headers its writer meant; when
+// both readings are consistent (possible only for contrived bytes) the byte
+// reading wins.
+//
+// This departs from the Python reader in two ways, both on purpose:
+//
+//   - A Python envelope with a non-ASCII header is decoded properly. The
+//     Python reader cannot read it and hands the whole envelope (magic and
+//     header block included) to the handler as a raw body.
+//   - A magic-prefixed envelope that reads consistently neither way, and
+//     whose byte reading fails, is an error wrapping [ErrMalformed] (the
+//     error reports both readings), not a raw body. The bytes claim to be an
+//     envelope, so delivering them as a body would hand the handler garbage
+//     in place of its payload; ontime's worker dead-letters such a timer with
+//     reason "undecodable" instead, keeping the stored bytes whole. (In
+//     ontimeredis's compatible layout without CompatDeadLetters the dead
+//     letter is deleted and logged; see that package.)
+//
+// A byte reading that parses but is not consistent is still used when the
+// code-point reading fails too: the bytes between the last header and
+// data_start are ignored, and header bytes that are not UTF-8 are kept as
+// they are (Encode accepts any Go strings, and they round-trip).
+//
+// Envelopes written by ontime with non-ASCII headers are well formed and
+// round-trip through [DecodeBinary]. That the Python reader fails on its own
+// non-ASCII envelopes implies that it takes the lengths as byte counts, and
+// so reads ontime's; this has not been checked against the library.
 //
 // # Aliasing
 //

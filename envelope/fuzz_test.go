@@ -2,9 +2,11 @@ package envelope
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 )
 
 func addGoldenSeeds(f *testing.F) {
@@ -22,6 +24,11 @@ func addGoldenSeeds(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Add(buildEnvelope(30, []Header{{"k", "v"}, {"k", ""}}, 5, []byte("body")))
+	for _, g := range pyGoldens(f) {
+		f.Add(g.wire)
+	}
+	f.Add(buildEnvelope(18, []Header{{"éé", "\x00\x01A"}}, 0, nil))
+	f.Add(buildEnvelope(18, []Header{{"k", "Zoë"}}, 3, nil))
 }
 
 func FuzzDecode(f *testing.F) {
@@ -57,6 +64,9 @@ func FuzzDecode(f *testing.F) {
 				t.Fatal("Decode failed where DecodeBinary succeeded")
 			}
 			return
+		}
+		if berr == nil {
+			checkReading(t, b, bm)
 		}
 		if berr == nil && !reflect.DeepEqual(m, bm) {
 			t.Fatalf("Decode %+v differs from DecodeBinary %+v", m, bm)
@@ -143,6 +153,102 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatalf("correlation id %q", m.CorrelationID())
 		}
 		dm, err := Decode(enc)
+		if err != nil || !reflect.DeepEqual(dm, m) {
+			t.Fatalf("Decode differs: %v", err)
+		}
+	})
+}
+
+// checkReading checks which reading of the header lengths DecodeBinary used
+// for b: the byte reading when it is consistent; otherwise the code-point
+// reading when that is consistent; otherwise the byte reading.
+func checkReading(t *testing.T, b []byte, m *Message) {
+	t.Helper()
+	byteHeaders := func() []Header {
+		var hs []Header
+		rest := b[binary.BigEndian.Uint32(b[10:])+2:]
+		for range m.Headers {
+			var h Header
+			for _, f := range []*string{&h.Key, &h.Value} {
+				l := int(binary.BigEndian.Uint16(rest))
+				*f = string(rest[2 : 2+l])
+				rest = rest[2+l:]
+			}
+			hs = append(hs, h)
+		}
+		return hs
+	}
+	hs, ds := binary.BigEndian.Uint32(b[10:]), binary.BigEndian.Uint32(b[14:])
+	block, count := b[hs+2:ds], int(binary.BigEndian.Uint16(b[hs:]))
+	bEnd, bValid, bErr := scanHeaders(block, count, byteLengths)
+	cEnd, _, cErr := scanHeaders(block, count, codePointLengths)
+	switch {
+	case !bErr.failed() && bValid && bEnd == len(block):
+		if !reflect.DeepEqual(m.Headers, byteHeaders()) {
+			t.Fatalf("consistent byte reading not used: %q", m.Headers)
+		}
+	case !cErr.failed() && cEnd == len(block):
+		for _, h := range m.Headers {
+			if !utf8.ValidString(h.Key) || !utf8.ValidString(h.Value) {
+				t.Fatalf("code-point reading gave invalid UTF-8 %q", h)
+			}
+		}
+		n := 0
+		for _, h := range m.Headers {
+			n += 4 + len(h.Key) + len(h.Value)
+		}
+		if n != len(block) {
+			t.Fatalf("code-point reading covers %d bytes of a %d-byte block", n, len(block))
+		}
+	case bErr.failed():
+		t.Fatalf("decoded %q although neither reading is consistent and the byte reading fails: %+v", m.Headers, bErr)
+	default:
+		if !reflect.DeepEqual(m.Headers, byteHeaders()) {
+			t.Fatalf("byte reading not kept: %q", m.Headers)
+		}
+	}
+}
+
+// FuzzPythonLengths: whatever the headers, an envelope laid out as the
+// Python writer does (code-point counts) decodes to them, unless its byte
+// reading is consistent too, in which case that reading wins.
+func FuzzPythonLengths(f *testing.F) {
+	for _, g := range pyGoldens(f) {
+		var hb []byte
+		for _, h := range g.user {
+			hb = append(hb, byte(len(h.Key)))
+			hb = append(hb, h.Key...)
+			hb = append(hb, byte(len(h.Value)))
+			hb = append(hb, h.Value...)
+		}
+		f.Add(g.corr, g.ct, hb, g.body)
+	}
+	f.Add("éé", "", []byte("\x01x\x03A\x00\x02"), []byte("ü"))
+	f.Fuzz(func(t *testing.T, corr, ct string, hb, body []byte) {
+		hs := fuzzHeaders(hb)
+		py, ok := pyEncode(corr, ct, hs, body)
+		if !ok {
+			return
+		}
+		m, err := DecodeBinary(py)
+		if err != nil {
+			t.Fatalf("Python-style envelope not decoded: %v\n% x", err, py)
+		}
+		if !bytes.Equal(m.Body, body) {
+			t.Fatalf("body %q, want %q", m.Body, body)
+		}
+		checkReading(t, py, m)
+		want := referenceHeaders(corr, ct, hs)
+		if !reflect.DeepEqual(m.Headers, want) {
+			// Only a consistent byte reading may win over the intended
+			// one (checkReading confirmed that it was used).
+			ds := binary.BigEndian.Uint32(py[14:])
+			end, valid, err := scanHeaders(py[prefixLen:ds], len(want), byteLengths)
+			if err.failed() || !valid || end != int(ds)-prefixLen {
+				t.Fatalf("headers\n got %q\nwant %q", m.Headers, want)
+			}
+		}
+		dm, err := Decode(py)
 		if err != nil || !reflect.DeepEqual(dm, m) {
 			t.Fatalf("Decode differs: %v", err)
 		}
