@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,18 +87,28 @@ func New(o Options) (*Dispatcher, error) {
 		discoverDone: make(chan struct{}),
 	}
 	// Build every configured target now, so that a bad one fails the start.
-	for name := range o.Config.Topics {
+	for _, name := range slices.Sorted(maps.Keys(o.Config.Topics)) {
 		tc := o.Config.TopicConfig(name)
 		if _, err := NewTarget(name, tc.Target, o.Logger, o.OpenRedis); err != nil {
 			return nil, err
 		}
+		warnUnsigned(o.Logger, name, tc.Target)
 	}
 	if o.Config.Defaults.Target != nil {
 		if _, err := NewTarget("(defaults)", o.Config.Defaults.Target, o.Logger, o.OpenRedis); err != nil {
 			return nil, err
 		}
+		warnUnsigned(o.Logger, "(defaults)", o.Config.Defaults.Target)
 	}
 	return d, nil
+}
+
+// warnUnsigned warns that an http target without a secret sends no
+// Ontime-Signature, so its receiver cannot tell ontime from anyone else.
+func warnUnsigned(log *slog.Logger, topic string, tc *config.Target) {
+	if tc != nil && tc.Type == config.TargetHTTP && tc.SecretValue() == "" {
+		log.Warn("http target has no secret: its requests carry no Ontime-Signature; set secret or secret_env", "topic", topic)
+	}
 }
 
 // Start starts the configured topics and the discovery loop.

@@ -38,6 +38,14 @@ func (s *syncBuf) String() string {
 
 func newDispatcher(t *testing.T) (*delivery.Dispatcher, *ontime.Client, *syncBuf) {
 	t.Helper()
+	return newDispatcherWith(t, &config.Config{}, nil)
+}
+
+// newDispatcherWith runs a dispatcher with cfg (filled and validated here)
+// on a fresh embedded store; openRedis gives redis-stream targets their
+// client.
+func newDispatcherWith(t *testing.T, cfg *config.Config, openRedis delivery.RedisOpener) (*delivery.Dispatcher, *ontime.Client, *syncBuf) {
+	t.Helper()
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "ontime.db"), &ontimebolt.Options{Logger: log})
@@ -48,9 +56,12 @@ func newDispatcher(t *testing.T) (*delivery.Dispatcher, *ontime.Client, *syncBuf
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &config.Config{}
 	cfg.Fill()
-	d, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
+	cfg.DiscoverInterval = config.Duration(50 * time.Millisecond)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, OpenRedis: openRedis})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/textproto"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
 // Headers of a webhook request.
@@ -41,16 +43,21 @@ type HTTPTarget struct {
 	headers map[string]string
 	timeout time.Duration
 	client  *http.Client
+	log     *slog.Logger
 }
 
 // NewHTTPTarget returns a webhook target. timeout 0 means 10s; an empty
-// secret sends no signature.
-func NewHTTPTarget(url string, secret []byte, headers map[string]string, timeout time.Duration) *HTTPTarget {
+// secret sends no signature. log (nil: slog.Default) gets a warning for
+// each timer header that cannot be sent as an HTTP header.
+func NewHTTPTarget(url string, secret []byte, headers map[string]string, timeout time.Duration, log *slog.Logger) *HTTPTarget {
 	if timeout <= 0 {
 		timeout = config.DefaultHTTPTimeout
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	return &HTTPTarget{
-		url: url, secret: secret, headers: headers, timeout: timeout,
+		url: url, secret: secret, headers: headers, timeout: timeout, log: log,
 		client: &http.Client{
 			// A redirected POST turns into a GET; treat 3xx as a failure.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -78,7 +85,15 @@ func (t *HTTPTarget) Deliver(ctx context.Context, m *Message) error {
 	}
 	h := req.Header
 	for k, v := range m.Headers {
-		if forwardable(k, v) {
+		switch {
+		case !wire.ValidHeaderName(k) || wire.HeaderValueCTL(v) >= 0:
+			// The API refuses such headers; they come from other
+			// publishers (the Go library, the compat layout).
+			t.log.Warn("timer header is not a valid HTTP field; not sent", "topic", m.Topic, "id", m.ID, "header", k)
+		case reserved[textproto.CanonicalMIMEHeaderKey(k)] || strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(k), "Ontime-"):
+			// Documented: hop-by-hop and framing headers, and Ontime-*,
+			// are the target's own.
+		default:
 			h.Set(k, v)
 		}
 	}
@@ -142,36 +157,6 @@ var reserved = map[string]bool{
 	"Host": true, "Content-Length": true, "Content-Type": true, "Transfer-Encoding": true,
 	"Connection": true, "Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true,
 	"Proxy-Authorization": true, "Proxy-Connection": true, "Expect": true,
-}
-
-// forwardable reports whether a message header may become an HTTP header.
-func forwardable(k, v string) bool {
-	if k == "" || !isToken(k) {
-		return false
-	}
-	ck := textproto.CanonicalMIMEHeaderKey(k)
-	if reserved[ck] || strings.HasPrefix(ck, "Ontime-") {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // headerSafe keeps an id usable as a header value: ids are UTF-8 without

@@ -47,7 +47,7 @@ func NewTarget(topic string, tc *config.Target, log *slog.Logger, openRedis Redi
 	case config.TargetLog, "":
 		return &LogTarget{Log: log}, nil
 	case config.TargetHTTP:
-		return NewHTTPTarget(tc.URL, []byte(tc.SecretValue()), tc.Headers, tc.Timeout.D()), nil
+		return NewHTTPTarget(tc.URL, []byte(tc.SecretValue()), tc.Headers, tc.Timeout.D(), log), nil
 	case config.TargetRedisStream:
 		if openRedis == nil {
 			return nil, fmt.Errorf("topic %q: redis-stream target: no Redis available", topic)

@@ -268,3 +268,44 @@ func TestDeadLetters(t *testing.T) {
 		t.Errorf("purged %d, want 1", n.Count)
 	}
 }
+
+// TestHeaderNames: header names must be HTTP field names (RFC 9110 tokens)
+// and values free of control characters other than tab; the refusal names
+// the header. Valid ones, tabs and UTF-8 values included, are stored as
+// given.
+func TestHeaderNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	for _, c := range []struct {
+		headers map[string]string
+		name    string
+	}{
+		{map[string]string{"ok": "1", "a b": "x"}, `"a b"`},
+		{map[string]string{"x:y": "x"}, `"x:y"`},
+		{map[string]string{"café": "x"}, `"café"`},
+		{map[string]string{"(paren)": "x"}, `"(paren)"`},
+		{map[string]string{"ok": "1", "X-Crlf": "a\r\nInjected: 1"}, `"X-Crlf"`},
+		{map[string]string{"X-Nul": "a\x00b"}, `"X-Nul"`},
+		{map[string]string{"X-Del": "a\x7fb"}, `"X-Del"`},
+		{map[string]string{"X-Bell": "\a"}, `"X-Bell"`},
+	} {
+		r := e.do("POST", "/v1/topics/h/timers", map[string]any{"delay": "1h", "headers": c.headers})
+		e.want(r, 400, "invalid_header")
+		if !strings.Contains(string(r.body), strings.ReplaceAll(c.name, `"`, `\"`)) {
+			t.Errorf("%v: the error does not name %s: %s", c.headers, c.name, r.body)
+		}
+	}
+	good := map[string]string{"X-Tabbed": "a\tb", "X-Utf8": "café ☕", "!#$%&'*+-.^_`|~09azAZ": "v", "empty": ""}
+	e.want(e.do("POST", "/v1/topics/h/timers", map[string]any{"id": "g", "delay": "1h", "headers": good}), 201, "")
+	var tm wire.Timer
+	r := e.do("GET", "/v1/topics/h/timers/g", nil)
+	e.want(r, 200, "")
+	r.json(t, &tm)
+	if fmt.Sprint(tm.Headers) != fmt.Sprint(good) {
+		t.Errorf("headers %v, want %v", tm.Headers, good)
+	}
+	n, err := e.client.Count(t.Context(), "h")
+	if err != nil || n.Scheduled != 1 {
+		t.Errorf("count %+v, %v: want only the valid timer", n, err)
+	}
+}

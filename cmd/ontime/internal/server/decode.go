@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -165,7 +167,9 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 	if len(in.Headers) > maxHeaders {
 		return p, errorf(http.StatusBadRequest, "invalid_header", "%d headers; the limit is %d", len(in.Headers), maxHeaders)
 	}
-	for k, v := range in.Headers {
+	// Sorted, so that the header an error names does not depend on map order.
+	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+		v := in.Headers[k]
 		switch {
 		case k == "":
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is empty")
@@ -173,10 +177,14 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q is reserved (use the correlation_id field; the content type follows the body)", k)
 		case len(k) > maxHeaderKeyLen:
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is %d bytes; the limit is %d", len(k), maxHeaderKeyLen)
+		case !wire.ValidHeaderName(k):
+			return p, errorf(http.StatusBadRequest, "invalid_header", "header name %q is not an HTTP field name (RFC 9110 token: ASCII letters, digits and !#$%%&'*+-.^_`|~)", k)
 		case len(v) > maxHeaderValueLen:
 			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q has a %d-byte value; the limit is %d", k, len(v), maxHeaderValueLen)
-		case !utf8.ValidString(k) || !utf8.ValidString(v):
-			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q is not valid UTF-8", k)
+		case !utf8.ValidString(v):
+			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q: the value is not valid UTF-8", k)
+		case wire.HeaderValueCTL(v) >= 0:
+			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q: the value holds control character 0x%02x at byte %d (only tab is allowed)", k, v[wire.HeaderValueCTL(v)], wire.HeaderValueCTL(v))
 		}
 	}
 	t.Headers = in.Headers

@@ -179,6 +179,36 @@ type ErrorBody struct {
 	Message string `json:"message"`
 }
 
+// ValidHeaderName reports whether s can be an HTTP field name: a non-empty
+// RFC 9110 token (ASCII letters, digits and !#$%&'*+-.^_`|~).
+func ValidHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderValueCTL returns the index of the first control character of an
+// HTTP field value (RFC 9110: bytes 0x00-0x1F and 0x7F, horizontal tab
+// excepted), or -1 when there is none.
+func HeaderValueCTL(v string) int {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
 // BodyJSON picks the JSON form of a stored body: text becomes a JSON string
 // ("body"), JSON stays JSON ("body"), anything else (bytes, invalid text or
 // JSON) goes to "body_base64". An empty body has neither.
