@@ -55,6 +55,7 @@ func (r *runner) heartbeat() {
 		}
 		r.w.health.ok()
 		next := start.Add(r.opts.Lease).UnixNano()
+		lost, sample := 0, []string(nil)
 		for i, e := range res {
 			d := ds[i]
 			switch {
@@ -63,9 +64,17 @@ func (r *runner) heartbeat() {
 			case isLeaseLost(e) && !d.settled.Load():
 				d.lost.Store(true)
 				d.cancel()
-				r.w.log.Warn("ontime: lease lost (another worker holds the timer, or it was re-published); cancelling the handler",
-					"topic", r.topic, "id", d.t.ID)
+				lost++
+				if len(sample) < logSampleIDs {
+					sample = append(sample, d.t.ID)
+				}
 			}
+		}
+		if lost > 0 {
+			// One line per round: after an outage longer than the lease,
+			// every running handler can lose its lease at once.
+			r.w.log.Warn("ontime: leases lost (another worker holds the timers, or they were re-published); cancelling their handlers, whose results will not be acked",
+				"topic", r.topic, "count", lost, "ids", sample)
 		}
 	}
 }

@@ -7,19 +7,34 @@ import (
 )
 
 // RetryPolicy says when a failed timer is tried again and when ontime gives
-// up and dead-letters it. The zero value means the defaults.
+// up and dead-letters it. The zero value means the defaults; a zero field
+// means that field's default.
+//
+// Settings that make no sense are refused when the handler is registered
+// (Handle returns an error wrapping [ErrInvalid] that names the field): a
+// negative MinDelay, a MaxDelay below MinDelay, a Multiplier below 1, a
+// Jitter above 1 and a negative MaxAttempts.
 type RetryPolicy struct {
 	// MinDelay is the delay after the first failure. Default 1s.
 	MinDelay time.Duration
-	// MaxDelay caps the delay. Default 10m. Must be >= MinDelay.
+	// MaxDelay caps the delay. Default 10m (or MinDelay, if that is
+	// longer). Must be >= MinDelay.
 	MaxDelay time.Duration
-	// Multiplier grows the delay per attempt. Default 2.
+	// Multiplier grows the delay per attempt. Default 2. Must be >= 1.
 	Multiplier float64
-	// Jitter spreads each delay by ±Jitter×delay (0..1). Default 0.2; a
+	// Jitter spreads each delay by ±Jitter×delay (0..1); the result is
+	// then clamped to [MinDelay, MaxDelay], so jitter never makes a delay
+	// shorter than MinDelay or longer than MaxDelay. Default 0.2; a
 	// negative value means none.
 	Jitter float64
 	// MaxAttempts is how many deliveries a timer gets before it is
-	// dead-lettered. Default 25. A negative value means retry forever.
+	// dead-lettered (reason "max_attempts"). Default 25. Zero means the
+	// default because it is Go's zero value: a due timer is always
+	// delivered at least once, so "no attempts" cannot be expressed. A
+	// negative value is refused. There is no "retry forever" setting; a
+	// very large value (math.MaxInt32) comes to the same. With a store
+	// that keeps no attempt counter (the faststream-compatible Redis
+	// layout) every delivery is attempt 1 and MaxAttempts never triggers.
 	MaxAttempts int
 }
 
@@ -58,34 +73,40 @@ func (p RetryPolicy) validate() error {
 		return invalidf("RetryPolicy.Multiplier is %g; it must be >= 1", p.Multiplier)
 	case p.Jitter > 1:
 		return invalidf("RetryPolicy.Jitter is %g; it must be within 0..1", p.Jitter)
+	case p.MaxAttempts < 0:
+		return invalidf("RetryPolicy.MaxAttempts is %d; it must be >= 1 (0 means the default, 25)", p.MaxAttempts)
 	}
 	return nil
 }
 
 // Backoff returns the delay before the retry that follows failed attempt
-// number attempt (1 for the first delivery).
+// number attempt (1 for the first delivery): MinDelay×Multiplier^(attempt-1),
+// spread by the jitter, always within [MinDelay, MaxDelay].
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
 	p = p.withDefaults()
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := float64(p.MinDelay) * math.Pow(p.Multiplier, float64(attempt-1))
-	if d > float64(p.MaxDelay) || math.IsInf(d, 0) || math.IsNaN(d) {
-		d = float64(p.MaxDelay)
+	lo, hi := float64(max(p.MinDelay, 0)), float64(max(p.MaxDelay, 0))
+	d := lo * math.Pow(p.Multiplier, float64(attempt-1))
+	if d > hi || math.IsInf(d, 0) || math.IsNaN(d) {
+		d = hi
 	}
 	if p.Jitter > 0 {
 		d *= 1 + p.Jitter*(2*rand.Float64()-1)
 	}
-	if d > float64(p.MaxDelay) {
-		d = float64(p.MaxDelay)
-	}
-	if d < 0 {
-		d = 0
+	// Clamp after the jitter: MinDelay and MaxDelay are promises. (Checked
+	// in this order, a policy that validate refuses, MaxDelay < MinDelay,
+	// still gets MaxDelay.)
+	d = max(d, lo)
+	if d >= hi {
+		return max(p.MaxDelay, 0) // exact, and no float overflow near MaxInt64
 	}
 	return time.Duration(d)
 }
 
-// exhausted reports whether attempt was the last one allowed.
+// exhausted reports whether attempt was the last one allowed. MaxAttempts
+// is >= 1 once defaults are filled in and validated.
 func (p RetryPolicy) exhausted(attempt int) bool {
 	return p.MaxAttempts > 0 && attempt >= p.MaxAttempts
 }

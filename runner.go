@@ -89,7 +89,11 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.cancelHctx()
 	<-r.hbDone
-	r.settler.close()
+	if n := r.settler.close(ctx); n > 0 && err == nil {
+		// Handlers all returned, but outcomes were given up: the stop was
+		// not clean either.
+		err = ctx.Err()
+	}
 	return err
 }
 
@@ -138,11 +142,15 @@ func (r *runner) claimLoop() {
 				if r.stopping() {
 					return
 				}
-				// Polling still works; try again later.
+				// Polling still works, so the store is not unreachable
+				// for this: the worker is degraded (timers published for
+				// an earlier instant wait for the next poll). Try again
+				// later.
 				subRetry = time.Now().Add(time.Second)
-				r.w.health.fail("subscribe", err)
+				r.w.health.subscribeFailed(r.topic, err)
 			} else {
 				wake, unsub = ch, cancel
+				r.w.health.subscribed(r.topic)
 			}
 		}
 
@@ -342,7 +350,9 @@ func (r *runner) process(d *delivery) {
 		return // settled by hand
 	}
 	if d.lost.Load() {
-		r.w.log.Warn("ontime: lease lost while the handler ran; its result is not acked", "topic", r.topic, "id", d.t.ID)
+		// The heartbeat round that found the lease lost logged it (one
+		// line for all the leases it lost).
+		r.w.log.Debug("ontime: lease lost while the handler ran; its result is not acked", "topic", r.topic, "id", d.t.ID)
 		return
 	}
 	d.settleAsync(r.settlementFor(d, err))

@@ -157,9 +157,17 @@ func (w *Worker) Run(ctx context.Context) error {
 // claiming, hands claimed timers whose handlers have not started back to the
 // store (due at once), and waits for running handlers until ctx ends. Then
 // it cancels the handlers' contexts; a timer whose handler was cancelled and
-// returned an error is due again at once, neither lost nor acked. Stop
-// returns ctx's error if handlers had to be cancelled, nil otherwise, and
-// waits for Run to return. Calling Stop on a Worker that never ran marks it
+// returned an error is due again at once, neither lost nor acked.
+// Outcomes that the store has not taken yet (during an outage) are retried
+// until ctx ends; then each gets one last try, and those still not settled
+// are given up: their timers are delivered again when their leases expire.
+// So Stop returns within seconds of ctx's end even with the store down or
+// hung: what it still waits for then is bounded (a claim in flight and the
+// last settle try by a third of the lease, between 2 s and 5 s each;
+// handlers that ignore their cancelled context by a 2 s grace, after which
+// they are abandoned). Stop returns ctx's error if handlers had to be
+// cancelled or outcomes were given up, nil otherwise, and waits for Run to
+// return. Calling Stop on a Worker that never ran marks it
 // stopped (Run then returns ErrStopped); calling Stop again is harmless.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
@@ -216,27 +224,54 @@ func (w *Worker) shutdown(ctx context.Context) error {
 }
 
 // Health is a Worker's view of its store.
+//
+// Two conditions are tracked apart, and each is logged once when it begins
+// and once when it ends, never per failed call:
+//
+//   - Healthy: the store answers. It turns false when a claim, a settle or a
+//     lease extension fails (store unreachable, timed out), and true again at
+//     the next one that succeeds. While it is false the worker backs off and
+//     retries on its own.
+//   - Degraded: wake-up notifications are unavailable for at least one topic
+//     (Subscribe fails; retried every second). The worker still claims every
+//     due timer by polling, so nothing is lost, but a timer published for an
+//     earlier instant than the topic's next one can be up to
+//     TopicOptions.PollInterval late. A worker can be Healthy and Degraded
+//     at once: Degraded never changes Healthy.
 type Health struct {
 	// Healthy is false while the store is unreachable.
 	Healthy bool
 	// Since is when Healthy last changed.
 	Since time.Time
-	// LastError is the error that made the worker unhealthy.
+	// LastError is the error that made the worker unhealthy (empty while
+	// Healthy).
 	LastError string
+	// Degraded is true while some topic has no wake-up subscription.
+	Degraded bool
+	// DegradedSince is when Degraded last changed.
+	DegradedSince time.Time
+	// DegradedError is the last subscribe error, with its topic (empty
+	// while not Degraded).
+	DegradedError string
 }
 
-// Health reports whether the worker currently reaches its store.
+// Health reports whether the worker currently reaches its store, and
+// whether it gets wake-up notifications (see [Health]).
 func (w *Worker) Health() Health { return w.health.get() }
 
 type healthTracker struct {
 	mu  sync.Mutex
 	log *slog.Logger
 	h   Health
+	// unsubscribed holds the topics whose last Subscribe failed.
+	unsubscribed map[string]bool
 }
 
 func (t *healthTracker) init(log *slog.Logger) {
 	t.log = log
-	t.h = Health{Healthy: true, Since: time.Now()}
+	now := time.Now()
+	t.h = Health{Healthy: true, Since: now, DegradedSince: now}
+	t.unsubscribed = map[string]bool{}
 }
 
 func (t *healthTracker) get() Health {
@@ -257,12 +292,44 @@ func (t *healthTracker) fail(op string, err error) {
 	}
 }
 
+// ok records a store call that succeeded; it logs only on the change of
+// state.
 func (t *healthTracker) ok() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.h.Healthy {
 		t.log.Info("ontime: store reachable again", "down_for", time.Since(t.h.Since).Round(time.Millisecond).String())
-		t.h = Health{Healthy: true, Since: time.Now()}
+		t.h.Healthy, t.h.Since, t.h.LastError = true, time.Now(), ""
+	}
+}
+
+// subscribeFailed records that topic has no wake-up subscription; it logs
+// only when the worker becomes degraded.
+func (t *healthTracker) subscribeFailed(topic string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unsubscribed[topic] = true
+	t.h.DegradedError = topic + ": " + err.Error()
+	if !t.h.Degraded {
+		t.h.Degraded = true
+		t.h.DegradedSince = time.Now()
+		t.log.Warn("ontime: cannot subscribe to wake-up notifications; still serving timers by polling every PollInterval, retrying the subscription",
+			"topic", topic, "err", err)
+	}
+}
+
+// subscribed records that topic has its wake-up subscription; it logs only
+// when the last degraded topic recovers.
+func (t *healthTracker) subscribed(topic string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.unsubscribed[topic] {
+		return
+	}
+	delete(t.unsubscribed, topic)
+	if len(t.unsubscribed) == 0 && t.h.Degraded {
+		t.log.Info("ontime: wake-up notifications restored", "degraded_for", time.Since(t.h.DegradedSince).Round(time.Millisecond).String())
+		t.h.Degraded, t.h.DegradedSince, t.h.DegradedError = false, time.Now(), ""
 	}
 }
 

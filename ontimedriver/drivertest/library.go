@@ -3,9 +3,12 @@ package drivertest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,6 +80,10 @@ func libraryCases() []libCase {
 		{"BadInput", libBadInput},
 		{"Batch", libBatch},
 		{"Inspect", libInspect},
+		{"StopDuringOutage", libStopDuringOutage},
+		{"AckAfterShortOutage", libAckAfterShortOutage},
+		{"AckAfterLongOutage", libAckAfterLongOutage},
+		{"SubscribeOutage", libSubscribeOutage},
 	}
 }
 
@@ -390,7 +397,10 @@ func controlPassed[T any](l *lib, c *ontime.Client, col *collector[T], topic str
 
 // gateDriver wraps a driver so that a test can hold one claim that leased
 // timers between the store and the worker: the store has leased them, the
-// worker has not seen them yet.
+// worker has not seen them yet. It can also play a partial outage: while
+// settleDown (subscribeDown) is set, Settle (Subscribe) fails without
+// reaching the store, as it would with the store unreachable, and counts
+// the calls it refused.
 type gateDriver struct {
 	ontimedriver.Driver
 	mu      sync.Mutex
@@ -398,6 +408,30 @@ type gateDriver struct {
 	entered chan []string
 	release chan struct{}
 	once    sync.Once
+
+	settleDown, subscribeDown       atomic.Bool
+	settleRefused, subscribeRefused atomic.Int64
+}
+
+// errGateDown is what the gate's refused calls return.
+var errGateDown = errors.New("drivertest: store unreachable (the test's gate is down)")
+
+// Settle fails while settleDown is set.
+func (g *gateDriver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
+	if g.settleDown.Load() {
+		g.settleRefused.Add(1)
+		return nil, errGateDown
+	}
+	return g.Driver.Settle(ctx, topic, ops)
+}
+
+// Subscribe fails while subscribeDown is set.
+func (g *gateDriver) Subscribe(ctx context.Context, topic string) (<-chan time.Time, func(), error) {
+	if g.subscribeDown.Load() {
+		g.subscribeRefused.Add(1)
+		return nil, nil, errGateDown
+	}
+	return g.Driver.Subscribe(ctx, topic)
 }
 
 func newGate(d ontimedriver.Driver) *gateDriver {
@@ -432,4 +466,94 @@ func (g *gateDriver) Claim(ctx context.Context, topic string, max int, lease tim
 func (g *gateDriver) AcceptsLegacyPayloads() bool {
 	lp, ok := g.Driver.(ontimedriver.LegacyPayloads)
 	return ok && lp.AcceptsLegacyPayloads()
+}
+
+// logRecorder is a slog.Handler that keeps every record (with its
+// attributes as text) and passes it on to the case's log.
+type logRecorder struct {
+	next  slog.Handler
+	attrs []slog.Attr // from WithAttrs, keys already qualified by group
+	group string
+	rec   *recorded
+}
+
+type recorded struct {
+	mu   sync.Mutex
+	recs []loggedRecord
+}
+
+// loggedRecord is one log record as a case sees it.
+type loggedRecord struct {
+	Level slog.Level
+	Msg   string
+	Attrs map[string]string
+}
+
+// recordLogs returns a logger for a Worker (or Client) whose records the
+// case can inspect; they also go to the test log.
+func (l *lib) recordLogs() (*slog.Logger, *logRecorder) {
+	r := &logRecorder{next: l.log.Handler(), rec: &recorded{}}
+	return slog.New(r), r
+}
+
+func (r *logRecorder) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= slog.LevelDebug
+}
+
+func (r *logRecorder) Handle(ctx context.Context, rec slog.Record) error {
+	lr := loggedRecord{Level: rec.Level, Msg: rec.Message, Attrs: map[string]string{}}
+	add := func(a slog.Attr) {
+		k := a.Key
+		if r.group != "" {
+			k = r.group + "." + k
+		}
+		lr.Attrs[k] = a.Value.Resolve().String()
+	}
+	for _, a := range r.attrs {
+		lr.Attrs[a.Key] = a.Value.Resolve().String()
+	}
+	rec.Attrs(func(a slog.Attr) bool { add(a); return true })
+	r.rec.mu.Lock()
+	r.rec.recs = append(r.rec.recs, lr)
+	r.rec.mu.Unlock()
+	if r.next.Enabled(ctx, rec.Level) {
+		return r.next.Handle(ctx, rec)
+	}
+	return nil
+}
+
+func (r *logRecorder) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *r
+	c.next = r.next.WithAttrs(as)
+	c.attrs = append([]slog.Attr(nil), r.attrs...)
+	for _, a := range as {
+		if r.group != "" {
+			a.Key = r.group + "." + a.Key // keyed as they will print
+		}
+		c.attrs = append(c.attrs, a)
+	}
+	return &c
+}
+
+func (r *logRecorder) WithGroup(name string) slog.Handler {
+	c := *r
+	c.next = r.next.WithGroup(name)
+	if c.group != "" {
+		name = c.group + "." + name
+	}
+	c.group = name
+	return &c
+}
+
+// matching returns the records whose message contains msg.
+func (r *logRecorder) matching(msg string) []loggedRecord {
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	var out []loggedRecord
+	for _, lr := range r.rec.recs {
+		if strings.Contains(lr.Msg, msg) {
+			out = append(out, lr)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
 	"strings"
@@ -824,7 +825,8 @@ func libPanic(l *lib) {
 		}
 		return nil
 	})
-	l.start(c, nil, func(w *ontime.Worker) error {
+	logger, logs := l.recordLogs()
+	l.start(c, &ontime.WorkerConfig{Logger: logger}, func(w *ontime.Worker) error {
 		return ontime.Handle(w, "panic", col.handle, &ontime.TopicOptions{
 			MaxConcurrency: 1,
 			Retry:          ontime.RetryPolicy{MinDelay: 100 * time.Millisecond, Jitter: -1},
@@ -847,5 +849,25 @@ func libPanic(l *lib) {
 	}
 	if gap := ps[1].StoreNow.Sub(ps[0].StoreNow); gap < 100*time.Millisecond {
 		l.t.Errorf("retried %v after the panic, want the retry delay", gap)
+	}
+	// The panic is in the worker's log, once, at error level, with its
+	// value and the stack of the panicking handler.
+	recs := logs.matching("panicked")
+	if len(recs) != 1 {
+		l.t.Fatalf("%d log records about the panic, want 1: %+v", len(recs), recs)
+	}
+	r := recs[0]
+	if r.Level != slog.LevelError || r.Attrs["panic"] != "handler bug" || r.Attrs["id"] != "p" || r.Attrs["topic"] != "panic" {
+		l.t.Errorf("panic log record %s %q %v; want level ERROR with panic=%q, id=p, topic=panic", r.Level, r.Msg, r.Attrs, "handler bug")
+	}
+	stack := r.Attrs["stack"]
+	for _, want := range []string{
+		"goroutine ",           // a Go stack trace
+		"panic(",               // through the panic
+		"drivertest.libPanic.", // the handler that panicked (a closure in libPanic)
+	} {
+		if !strings.Contains(stack, want) {
+			l.t.Errorf("the panic's stack in the log does not mention %q:\n%s", want, stack)
+		}
 	}
 }
