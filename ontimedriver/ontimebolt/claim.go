@@ -12,12 +12,16 @@ import (
 )
 
 // Claim leases up to limit claimable timers, oldest first. See
-// ontimedriver.Driver.
+// ontimedriver.Driver. A limit or lease that is not positive is an error
+// wrapping ontimedriver.ErrInvalid.
 //
 // A timer whose stored record is damaged is not returned: Claim moves it to
 // the dead letters with reason ReasonCorrupt (its raw bytes as the payload)
 // and logs it, so one bad record cannot stall a topic.
 func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.Duration) (*ontimedriver.ClaimResult, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: claim max %d is not positive", ontimedriver.ErrInvalid, limit)
+	}
 	if lease <= 0 {
 		return nil, fmt.Errorf("%w: lease %v is not positive", ontimedriver.ErrInvalid, lease)
 	}
@@ -141,8 +145,18 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 }
 
 // Settle applies handled timers' outcomes, each fenced by its lease token.
-// See ontimedriver.Driver.
+// See ontimedriver.Driver. A negative Delay or an unknown Kind fails the
+// whole call with an error wrapping ontimedriver.ErrInvalid, and nothing is
+// applied (as the Redis driver does).
 func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
+	for _, op := range ops {
+		if op.Delay < 0 {
+			return nil, fmt.Errorf("%w: settlement of %q has negative delay %v", ontimedriver.ErrInvalid, op.ID, op.Delay)
+		}
+		if op.Kind < ontimedriver.Ack || op.Kind > ontimedriver.Dead {
+			return nil, fmt.Errorf("%w: settlement of %q has unknown kind %d", ontimedriver.ErrInvalid, op.ID, int(op.Kind))
+		}
+	}
 	var (
 		results []error
 		w       wake
@@ -200,8 +214,8 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 					errText: errText,
 					payload: rec.payload,
 				})
-			default:
-				results[i] = fmt.Errorf("%w: unknown settle kind %d", ontimedriver.ErrInvalid, int(op.Kind))
+			default: // refused before the transaction
+				return fmt.Errorf("%w: unknown settle kind %d", ontimedriver.ErrInvalid, int(op.Kind))
 			}
 			if err != nil {
 				return err

@@ -31,6 +31,12 @@ type Driver struct {
 	quit       chan struct{}
 	writerDone chan struct{}
 
+	// Read by the tests (export_test.go) to check group commit: write
+	// transactions committed by the writer, and write calls waiting to be
+	// taken by it.
+	commits atomic.Int64
+	waiting atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 
@@ -131,11 +137,15 @@ func (d *Driver) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 		return ontimedriver.ErrClosed
 	}
 	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	d.waiting.Add(1)
 	select {
 	case d.reqs <- r:
+		d.waiting.Add(-1)
 	case <-d.quit:
+		d.waiting.Add(-1)
 		return ontimedriver.ErrClosed
 	case <-ctx.Done():
+		d.waiting.Add(-1)
 		return ctx.Err()
 	}
 	return <-r.done
@@ -201,6 +211,8 @@ func (d *Driver) runBatch(batch []*request) {
 		if err != nil {
 			d.log.Error("ontimebolt: commit failed", "path", d.path, "err", err)
 			err = fmt.Errorf("ontimebolt: %s: commit: %w", d.path, err)
+		} else {
+			d.commits.Add(1)
 		}
 		for _, r := range live {
 			r.done <- err

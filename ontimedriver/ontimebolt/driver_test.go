@@ -134,12 +134,86 @@ func TestClaimOrderAttemptAndNext(t *testing.T) {
 	if len(r3.Timers) != 0 || !r3.Next.IsZero() || r3.Now.IsZero() {
 		t.Errorf("empty topic claim = %+v", r3)
 	}
-	r4 := claim(t, d, "q", 0, time.Minute)
-	if len(r4.Timers) != 0 || !r4.Next.Equal(r2.Next) {
-		t.Errorf("claim 0 = %+v", r4)
+}
+
+// Bad arguments fail the whole call with ErrInvalid and change nothing, as
+// with the Redis driver: a negative delay, a claim of no timers or without
+// a lease, an unknown settlement kind.
+func TestInvalidArguments(t *testing.T) {
+	t.Parallel()
+	d, _ := open(t, nil)
+	invalid := func(what string, err error, want string) {
+		t.Helper()
+		if !errors.Is(err, ontimedriver.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrInvalid mentioning %q", what, err, want)
+		}
 	}
-	if _, err := d.Claim(ctx, "q", 1, 0); !errors.Is(err, ontimedriver.ErrInvalid) {
-		t.Errorf("lease 0: %v, want ErrInvalid", err)
+	_, err := d.Schedule(ctx, "q", []ontimedriver.NewTimer{{ID: "ok"}, {ID: "neg", Delay: -time.Millisecond}}, ontimedriver.Upsert)
+	invalid("Schedule with a negative delay", err, "negative delay")
+	_, err = d.Schedule(ctx, "q", []ontimedriver.NewTimer{{ID: "ok"}, {ID: "neg", At: time.Now(), Delay: -1}}, ontimedriver.IfAbsent)
+	invalid("Schedule with At and a negative delay", err, "negative delay")
+	if _, err := d.Get(ctx, "q", "ok"); !errors.Is(err, ontimedriver.ErrNotFound) {
+		t.Errorf("the valid timer of a refused Schedule was written: %v", err)
+	}
+
+	schedule(t, d, "q", ontimedriver.NewTimer{ID: "a"}, ontimedriver.NewTimer{ID: "b"})
+	for _, limit := range []int{0, -1} {
+		_, err := d.Claim(ctx, "q", limit, time.Minute)
+		invalid(fmt.Sprintf("Claim of %d", limit), err, "max")
+	}
+	for _, lease := range []time.Duration{0, -time.Second} {
+		_, err := d.Claim(ctx, "q", 1, lease)
+		invalid(fmt.Sprintf("Claim with lease %v", lease), err, "lease")
+	}
+	if c, _ := d.Count(ctx, "q"); c != (ontimedriver.Counts{Scheduled: 2}) {
+		t.Fatalf("refused claims leased timers: Count = %+v", c)
+	}
+
+	r := claim(t, d, "q", 2, time.Minute)
+	la := ontimedriver.Lease{ID: r.Timers[0].ID, Token: r.Timers[0].Token}
+	lb := ontimedriver.Lease{ID: r.Timers[1].ID, Token: r.Timers[1].Token}
+	_, err = d.Settle(ctx, "q", []ontimedriver.Settlement{{Lease: la, Kind: ontimedriver.Ack}, {Lease: lb, Kind: ontimedriver.Retry, Delay: -time.Second}})
+	invalid("Settle with a negative delay", err, "negative delay")
+	_, err = d.Settle(ctx, "q", []ontimedriver.Settlement{{Lease: la, Kind: ontimedriver.Ack}, {Lease: lb, Kind: ontimedriver.SettleKind(9)}})
+	invalid("Settle with an unknown kind", err, "unknown kind")
+	_, err = d.Extend(ctx, "q", []ontimedriver.Lease{la}, 0)
+	invalid("Extend with lease 0", err, "lease")
+	// Nothing was applied: both leases still hold with their tokens.
+	if c, _ := d.Count(ctx, "q"); c != (ontimedriver.Counts{Leased: 2}) {
+		t.Errorf("refused settlements changed the store: Count = %+v", c)
+	}
+	errs := settle(t, d, "q", ontimedriver.Settlement{Lease: la}, ontimedriver.Settlement{Lease: lb})
+	if errs[0] != nil || errs[1] != nil {
+		t.Errorf("ack after the refused calls: %v", errs)
+	}
+}
+
+// A lease token fences only as the exact string Claim handed out: another
+// spelling of the same number is a different token.
+func TestTokenMustMatchExactly(t *testing.T) {
+	t.Parallel()
+	d, _ := open(t, nil)
+	var timers []ontimedriver.NewTimer
+	for i := range 12 { // tokens 1..12 in base 36: the last ones are letters
+		timers = append(timers, ontimedriver.NewTimer{ID: fmt.Sprint(i)})
+	}
+	schedule(t, d, "q", timers...)
+	r := claim(t, d, "q", 12, time.Hour)
+	ct := r.Timers[11]
+	if strings.ToUpper(ct.Token) == ct.Token {
+		t.Fatalf("token %q has no letter; the test needs one", ct.Token)
+	}
+	for _, forged := range []string{strings.ToUpper(ct.Token), "0" + ct.Token, "00" + ct.Token} {
+		l := ontimedriver.Lease{ID: ct.ID, Token: forged}
+		if errs, _ := d.Extend(ctx, "q", []ontimedriver.Lease{l}, time.Hour); !errors.Is(errs[0], ontimedriver.ErrLeaseLost) {
+			t.Errorf("Extend with %q for token %q: %v, want ErrLeaseLost", forged, ct.Token, errs[0])
+		}
+		if errs := settle(t, d, "q", ontimedriver.Settlement{Lease: l}); !errors.Is(errs[0], ontimedriver.ErrLeaseLost) {
+			t.Errorf("ack with %q for token %q: %v, want ErrLeaseLost", forged, ct.Token, errs[0])
+		}
+	}
+	if errs := settle(t, d, "q", ontimedriver.Settlement{Lease: ontimedriver.Lease{ID: ct.ID, Token: ct.Token}}); errs[0] != nil {
+		t.Errorf("ack with the real token: %v", errs[0])
 	}
 }
 

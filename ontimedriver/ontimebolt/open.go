@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -23,6 +24,10 @@ import (
 // Driver) holds it, Open fails within Options.LockTimeout with an error
 // wrapping ErrLocked. A file that is not an ontimebolt store, is truncated or
 // damaged fails with an error wrapping ErrCorrupt; both name the file.
+//
+// Open fsyncs the directory that holds the file before it returns (see
+// Durability in the package documentation), and fails if it cannot. It does
+// not create missing directories.
 func Open(path string, opts *Options) (*Driver, error) {
 	o := opts.withDefaults()
 	start := time.Now()
@@ -49,6 +54,10 @@ func Open(path string, opts *Options) (*Driver, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := syncParent(path, o.syncDir); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if o.CheckOnOpen {
 		if err := d.deepCheck(); err != nil {
 			_ = db.Close()
@@ -57,6 +66,28 @@ func Open(path string, opts *Options) (*Driver, error) {
 	}
 	go d.writer()
 	return d, nil
+}
+
+// syncParent fsyncs the directory that holds the store file, so that the
+// file's name is on disk before Open returns: bbolt fsyncs the file's
+// contents at every commit, but a new file whose directory entry is lost in
+// a power loss is lost whole, and its timers with it. It runs at every Open,
+// not only when this Open created the file: a previous Open that created it
+// may have died before it got this far. A symlinked path is followed to the
+// directory that holds the file itself.
+func syncParent(path string, sync func(dir string) error) error {
+	dir := filepath.Dir(path)
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		dir = filepath.Dir(real)
+	}
+	if err := sync(dir); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("ontimebolt: open %s: sync directory %s: %w", path, dir, err)
+	}
+	return nil
 }
 
 // openBolt opens the bbolt database. bbolt reads the free list at open and

@@ -47,6 +47,10 @@ type Options struct {
 	// records moved out of the way by Claim, failed commits. Default
 	// slog.Default().
 	Logger *slog.Logger
+
+	// syncDir fsyncs the file's directory at Open; tests replace it (see
+	// export_test.go). Default syncDir.
+	syncDir func(dir string) error
 }
 
 const (
@@ -76,6 +80,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
+	}
+	if out.syncDir == nil {
+		out.syncDir = syncDir
 	}
 	return out
 }

@@ -215,9 +215,12 @@ func truncateError(s string) string {
 // never handed out twice for a topic in the life of the file.
 func formatToken(seq uint64) string { return strconv.FormatUint(seq, 36) }
 
+// parseToken accepts exactly the strings formatToken makes: another
+// spelling of the same number ("A" for "a", "0a") is not the token that was
+// handed out, so it does not fence.
 func parseToken(s string) (uint64, bool) {
 	v, err := strconv.ParseUint(s, 36, 64)
-	if err != nil || v == 0 {
+	if err != nil || v == 0 || formatToken(v) != s {
 		return 0, false
 	}
 	return v, true

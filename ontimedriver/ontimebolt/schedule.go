@@ -2,6 +2,7 @@ package ontimebolt
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -10,7 +11,8 @@ import (
 )
 
 // Schedule writes timers to a topic in one transaction, fsynced before it
-// returns. See ontimedriver.Driver.
+// returns. A negative Delay fails the whole call with an error wrapping
+// ontimedriver.ErrInvalid, and nothing is written. See ontimedriver.Driver.
 func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	var (
 		results []ontimedriver.ScheduleResult
@@ -18,6 +20,11 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	)
 	if len(timers) == 0 {
 		return []ontimedriver.ScheduleResult{}, ctx.Err()
+	}
+	for _, t := range timers {
+		if t.Delay < 0 {
+			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
+		}
 	}
 	err := d.write(ctx, func(tx *bbolt.Tx) error {
 		results = make([]ontimedriver.ScheduleResult, len(timers))

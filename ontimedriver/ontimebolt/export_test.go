@@ -1,0 +1,65 @@
+package ontimebolt
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
+
+// Hooks for the tests of package ontimebolt_test. They are not part of the
+// API: this file is compiled only into the test binary.
+
+// Commits returns how many write transactions d's writer has committed (one
+// fsync each).
+func Commits(d *Driver) int64 { return d.commits.Load() }
+
+// Waiting returns how many write calls are waiting for d's writer to take
+// them.
+func Waiting(d *Driver) int64 { return d.waiting.Load() }
+
+// SyncsCommits reports whether bbolt fsyncs d's commits and the growth of
+// its file (NoSync and NoGrowSync both off).
+func SyncsCommits(d *Driver) bool { return !d.db.NoSync && !d.db.NoGrowSync }
+
+// HoldWriter makes d's writer run a transaction that blocks until release
+// is called, so that write calls made meanwhile queue up. It returns once
+// the writer is inside that transaction. release waits for the held
+// transaction's commit; it is also called at cleanup.
+func HoldWriter(t testing.TB, d *Driver) (release func()) {
+	t.Helper()
+	var (
+		inside, freed       = make(chan struct{}), make(chan struct{})
+		insideOnce, relOnce sync.Once
+		done                = make(chan error, 1)
+	)
+	go func() {
+		done <- d.write(context.Background(), func(*bbolt.Tx) error {
+			insideOnce.Do(func() { close(inside) })
+			<-freed
+			return nil
+		})
+	}()
+	select {
+	case <-inside:
+	case err := <-done:
+		t.Fatalf("HoldWriter: the write ended before it was held: %v", err)
+	}
+	release = func() {
+		relOnce.Do(func() {
+			close(freed)
+			if err := <-done; err != nil {
+				t.Errorf("HoldWriter: the held write failed: %v", err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// SetSyncDir makes Open call f instead of fsyncing the file's directory.
+func SetSyncDir(o *Options, f func(dir string) error) { o.syncDir = f }
+
+// SyncDir is syncDir, the directory fsync Open uses.
+var SyncDir = syncDir
