@@ -183,6 +183,9 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 		return "", err
 	}
 	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(m.ifAbsent))
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("the store returned %d results for 1 timer", len(res))
+	}
 	if err != nil {
 		return "", fmt.Errorf("ontime: publish to %q: %w", full, err)
 	}
@@ -219,8 +222,8 @@ const BatchChunkSize = 500
 // invalid, the call returns an error naming it and writes nothing. Results
 // are in the order of timers.
 //
-// A batch of up to BatchChunkSize timers is atomic: on an error nothing was
-// written. A larger batch is written chunk by chunk, in order, and is not
+// A batch of up to BatchChunkSize timers is atomic: written whole or not at
+// all. A larger batch is written chunk by chunk, in order, and is not
 // atomic: when the store fails on a chunk, the chunks before it stay
 // written. PublishBatch then returns the results of those chunks (timers
 // [0, Written)) and a *BatchError that says which timers were not
@@ -228,7 +231,8 @@ const BatchChunkSize = 500
 // always tell whether the failed chunk reached the store (a timeout after
 // the request was sent), so BatchError.IDs lists the ids of every timer
 // not confirmed, including the random ones: publishing them again with
-// those ids is safe, since publishing an id that exists replaces it.
+// those ids does not duplicate the ones that did land (an id that exists is
+// replaced, or with BatchIfAbsent left as it is).
 func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer, opts ...BatchOption) ([]PublishResult, error) {
 	var m publishMode
 	for _, o := range opts {

@@ -21,8 +21,13 @@
 // [Client.Publish] schedules one message and returns its id; [In] and [At]
 // set the due time, [WithID] a caller-chosen id (publishing an id that
 // exists reschedules it and replaces its body; [IfAbsent] refuses instead,
-// with [ErrExists]), [WithHeaders] and [WithCorrelationID] the envelope.
-// [Client.PublishBatch] writes many timers in one store round trip.
+// with [ErrExists]; an empty id is refused with [ErrInvalid]),
+// [WithHeaders] and [WithCorrelationID] the envelope.
+// [Client.PublishBatch] writes many timers in one store round trip per
+// [BatchChunkSize] timers. Each such chunk is atomic, so a batch up to that
+// size is written whole or not at all; a larger batch that fails part-way
+// keeps the chunks written before the failure, and PublishBatch returns
+// their results with a [*BatchError] that names the timers not written.
 //
 //	id, err := client.Publish(ctx, "invoices", Invoice{ID: 42}, ontime.In(30*24*time.Hour))
 //

@@ -119,8 +119,8 @@ func (o *outcome) Error() string {
 
 func (o *outcome) Unwrap() error { return o.err }
 
-// Snooze, returned from a handler, reschedules the timer to now + d without
-// counting a failed attempt. The body and id are kept.
+// Snooze makes the handler that returns it reschedule its timer to now + d
+// without counting a failed attempt. The body and id are kept.
 func Snooze(d time.Duration) error {
 	if d < 0 {
 		d = 0
@@ -128,18 +128,18 @@ func Snooze(d time.Duration) error {
 	return &outcome{kind: outcomeSnooze, delay: d}
 }
 
-// Reject, returned from a handler, drops the timer: it is deleted and never
-// retried. err (may be nil) is logged.
+// Reject makes the handler that returns it drop its timer: it is deleted
+// and never retried. err (may be nil) is logged.
 func Reject(err error) error { return &outcome{kind: outcomeReject, err: err} }
 
-// DeadLetter, returned from a handler, moves the timer to its topic's
-// dead-letter set at once (reason "rejected"), where it can be listed,
-// replayed or purged. err (may be nil) is kept as the last error.
+// DeadLetter makes the handler that returns it move its timer to the
+// topic's dead-letter set at once (reason "rejected"), where it can be
+// listed, replayed or purged. err (may be nil) is kept as the last error.
 func DeadLetter(err error) error { return &outcome{kind: outcomeDead, err: err} }
 
-// RetryAfter, returned from a handler, counts a failed attempt like any
-// error but retries after d instead of the retry policy's backoff. Past the
-// policy's MaxAttempts the timer is dead-lettered as usual.
+// RetryAfter makes the handler that returns it count a failed attempt like
+// any error, but retry after d instead of the retry policy's backoff. Past
+// the policy's MaxAttempts the timer is dead-lettered as usual.
 func RetryAfter(d time.Duration, err error) error {
 	if d < 0 {
 		d = 0

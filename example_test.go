@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -138,33 +137,4 @@ func ExampleRetryPolicy() {
 	// attempt 1: failing
 	// attempt 2: failing
 	// attempt 3: charge card done
-}
-
-// Snooze puts a timer back for later without counting a failed attempt.
-func ExampleSnooze() {
-	drv, closeStore := openStore()
-	defer closeStore()
-	ctx := context.Background()
-	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
-	client.Publish(ctx, "reports", "daily report")
-
-	var ready atomic.Bool // the report's data
-	done := make(chan struct{})
-	worker := ontime.NewWorker(client, nil)
-	ontime.Handle(worker, "reports", func(ctx context.Context, m *ontime.Message[string]) error {
-		if !ready.Load() {
-			fmt.Printf("attempt %d: data not ready, snoozing\n", m.Attempt)
-			ready.Store(true)
-			return ontime.Snooze(50 * time.Millisecond)
-		}
-		fmt.Printf("attempt %d: sending %s\n", m.Attempt, m.Body)
-		close(done)
-		return nil
-	}, &ontime.TopicOptions{MaxConcurrency: 1})
-	go worker.Run(ctx)
-	<-done
-	worker.Stop(ctx)
-	// Output:
-	// attempt 1: data not ready, snoozing
-	// attempt 1: sending daily report
 }

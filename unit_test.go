@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -588,4 +593,63 @@ func TestPublishEmptyIDRefused(t *testing.T) {
 	if _, err := c.Get(ctx, "jobs", res[0].ID); err != nil {
 		t.Errorf("the random id %s is not stored: %v", res[0].ID, err)
 	}
+}
+
+// The README's scenario table names runnable examples: every name it links
+// is an Example function in the file it links to, and every Example
+// function of the package is named there.
+func TestREADMENamesTheExamples(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile("\\[((?:`Example[A-Za-z_]*`(?:, )?)+)\\]\\((example_[a-z_]+_test\\.go|example_test\\.go)\\)")
+	named := map[string]string{} // example -> file the README links
+	for _, m := range link.FindAllStringSubmatch(string(readme), -1) {
+		for _, n := range strings.Split(m[1], ", ") {
+			named[strings.Trim(n, "`")] = m[2]
+		}
+	}
+	files, err := filepath.Glob("example*_test.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example files: %v", err)
+	}
+	fset := token.NewFileSet()
+	defined := map[string]string{}
+	for _, f := range files {
+		af, err := parser.ParseFile(fset, f, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Example") {
+				continue
+			}
+			defined[fd.Name.Name] = f
+			if !hasOutput(af, fd) {
+				t.Errorf("%s (%s) has no // Output: comment, so go test does not run it", fd.Name.Name, f)
+			}
+		}
+	}
+	for name, file := range named {
+		if got, ok := defined[name]; !ok || got != file {
+			t.Errorf("README links %s to %s; it is defined in %q", name, file, got)
+		}
+	}
+	for name, file := range defined {
+		if _, ok := named[name]; !ok {
+			t.Errorf("%s (%s) is not named in the README's scenario table", name, file)
+		}
+	}
+}
+
+// hasOutput reports whether fd's body holds an "Output:" comment.
+func hasOutput(af *ast.File, fd *ast.FuncDecl) bool {
+	for _, cg := range af.Comments {
+		if cg.Pos() > fd.Body.Lbrace && cg.End() < fd.Body.Rbrace && strings.HasPrefix(cg.Text(), "Output:") {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,103 @@
+package ontime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ontime-go/ontime"
+)
+
+// Snooze puts a timer back for later without counting a failed attempt.
+func ExampleSnooze() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	client.Publish(ctx, "reports", "daily report")
+
+	var ready atomic.Bool // the report's data
+	done := make(chan struct{})
+	worker := ontime.NewWorker(client, nil)
+	ontime.Handle(worker, "reports", func(ctx context.Context, m *ontime.Message[string]) error {
+		if !ready.Load() {
+			fmt.Printf("attempt %d: data not ready, snoozing\n", m.Attempt)
+			ready.Store(true)
+			return ontime.Snooze(50 * time.Millisecond)
+		}
+		fmt.Printf("attempt %d: sending %s\n", m.Attempt, m.Body)
+		close(done)
+		return nil
+	}, &ontime.TopicOptions{MaxConcurrency: 1})
+	go worker.Run(ctx)
+	<-done
+	worker.Stop(ctx)
+	// Output:
+	// attempt 1: data not ready, snoozing
+	// attempt 1: sending daily report
+}
+
+// Order is a message body.
+type Order struct {
+	ID  int `json:"id"`
+	Qty int `json:"qty"`
+}
+
+// Reject drops a message that can never succeed: it is deleted, not
+// retried and not dead-lettered.
+func ExampleReject() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	client.Publish(ctx, "orders", Order{ID: 1, Qty: -3})
+
+	done := make(chan struct{})
+	worker := ontime.NewWorker(client, nil)
+	ontime.Handle(worker, "orders", func(ctx context.Context, m *ontime.Message[Order]) error {
+		defer close(done)
+		if m.Body.Qty <= 0 {
+			fmt.Printf("order %d: quantity %d, rejecting\n", m.Body.ID, m.Body.Qty)
+			return ontime.Reject(errors.New("quantity must be positive"))
+		}
+		return nil
+	}, nil)
+	go worker.Run(ctx)
+	<-done
+	worker.Stop(ctx)
+	n, _ := client.Count(ctx, "orders")
+	dead, _ := client.DeadLetters(ctx, "orders", ontime.ListOptions{})
+	fmt.Println("left:", n.Scheduled+n.Leased, "dead:", len(dead.Dead))
+	// Output:
+	// order 1: quantity -3, rejecting
+	// left: 0 dead: 0
+}
+
+// DeadLetter sets a message aside at once, for an operator to look at,
+// replay or purge (see Client.DeadLetters).
+func ExampleDeadLetter() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	client.Publish(ctx, "orders", Order{ID: 2, Qty: 1000000}, ontime.WithID("order-2"))
+
+	done := make(chan struct{})
+	worker := ontime.NewWorker(client, nil)
+	ontime.Handle(worker, "orders", func(ctx context.Context, m *ontime.Message[Order]) error {
+		defer close(done)
+		return ontime.DeadLetter(fmt.Errorf("quantity %d needs a human", m.Body.Qty))
+	}, nil)
+	go worker.Run(ctx)
+	<-done
+	worker.Stop(ctx) // waits for the dead-lettering to reach the store
+
+	dead, _ := client.DeadLetters(ctx, "orders", ontime.ListOptions{})
+	for _, d := range dead.Dead {
+		fmt.Printf("%s %s reason=%s error=%q\n", d.ID, d.Body, d.Reason, d.LastError)
+	}
+	// Output:
+	// order-2 {"id":2,"qty":1000000} reason=rejected error="quantity 1000000 needs a human"
+}
