@@ -57,6 +57,11 @@
 // poll interval. While a handler runs, its lease is extended (heartbeat); if
 // the lease is lost its context is cancelled and its result is not acked.
 //
+// [Worker.Health] tells whether the store answers (Healthy, with the error
+// and the time it last changed) and whether wake-up notifications are
+// working (Degraded: the worker still delivers, by polling, so timers may
+// be up to one poll interval late). Each change of either is logged once.
+//
 // # Shutdown
 //
 // [Worker.Stop] (and Run, when its context ends) first stops claiming: no
@@ -68,8 +73,10 @@
 // for until Stop's context ends (for Run, WorkerConfig.ShutdownTimeout);
 // then their contexts are cancelled, and a handler that returns after that
 // leaves its timer due again at once, again without counting an attempt.
-// Stop returns the context's error in that case, and returns only once Run
-// has returned. Stop on a Worker that never ran marks it stopped (Run then
+// Outcomes the store has not taken when the context ends (a store outage
+// during the stop) get one last try and are then given up: their timers are
+// delivered again after their leases, never lost. Stop returns the
+// context's error in either case, and returns only once Run has returned. Stop on a Worker that never ran marks it stopped (Run then
 // returns [ErrStopped]); calling it again is harmless.
 //
 // # Retries and stores without attempt counters
@@ -79,7 +86,8 @@
 // means the default, 0.2). MaxAttempts needs the store's attempt counter:
 // with a store that keeps none (the faststream-compatible Redis layout)
 // every delivery reports Attempt 1, so a timer whose handler keeps failing
-// is retried forever, at the first backoff step; dead-letter such timers
+// is retried forever, at the first backoff step (elsewhere that takes
+// MaxAttempts: [RetryForever]); dead-letter such timers
 // from the handler ([DeadLetter]) when that matters.
 //
 // # Guarantees

@@ -13,7 +13,7 @@ import (
 // Settings that make no sense are refused when the handler is registered
 // (Handle returns an error wrapping [ErrInvalid] that names the field): a
 // negative MinDelay, a MaxDelay below MinDelay, a Multiplier below 1, a
-// Jitter above 1 and a negative MaxAttempts.
+// Jitter above 1 and a MaxAttempts below -1 ([RetryForever]).
 type RetryPolicy struct {
 	// MinDelay is the delay after the first failure. Default 1s.
 	MinDelay time.Duration
@@ -30,13 +30,20 @@ type RetryPolicy struct {
 	// MaxAttempts is how many deliveries a timer gets before it is
 	// dead-lettered (reason "max_attempts"). Default 25. Zero means the
 	// default because it is Go's zero value: a due timer is always
-	// delivered at least once, so "no attempts" cannot be expressed. A
-	// negative value is refused. There is no "retry forever" setting; a
-	// very large value (math.MaxInt32) comes to the same. With a store
-	// that keeps no attempt counter (the faststream-compatible Redis
-	// layout) every delivery is attempt 1 and MaxAttempts never triggers.
+	// delivered at least once, so "no attempts" cannot be expressed.
+	// [RetryForever] (-1) never dead-letters for attempts: a timer is
+	// retried until its handler succeeds, rejects or dead-letters it; ask
+	// for it by name, never by accident. Any other negative value is
+	// refused. With a store that keeps no attempt counter (the
+	// faststream-compatible Redis layout) every delivery is attempt 1 and
+	// MaxAttempts never triggers.
 	MaxAttempts int
 }
+
+// RetryForever is the [RetryPolicy.MaxAttempts] that never gives up on a
+// failing timer: it is retried, with backoff capped at MaxDelay, until its
+// handler succeeds, rejects it or dead-letters it.
+const RetryForever = -1
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MinDelay == 0 {
@@ -73,8 +80,8 @@ func (p RetryPolicy) validate() error {
 		return invalidf("RetryPolicy.Multiplier is %g; it must be >= 1", p.Multiplier)
 	case p.Jitter > 1:
 		return invalidf("RetryPolicy.Jitter is %g; it must be within 0..1", p.Jitter)
-	case p.MaxAttempts < 0:
-		return invalidf("RetryPolicy.MaxAttempts is %d; it must be >= 1 (0 means the default, 25)", p.MaxAttempts)
+	case p.MaxAttempts < RetryForever:
+		return invalidf("RetryPolicy.MaxAttempts is %d; it must be >= 1, 0 (the default, 25) or RetryForever (-1)", p.MaxAttempts)
 	}
 	return nil
 }
@@ -106,7 +113,7 @@ func (p RetryPolicy) Backoff(attempt int) time.Duration {
 }
 
 // exhausted reports whether attempt was the last one allowed. MaxAttempts
-// is >= 1 once defaults are filled in and validated.
+// is >= 1, or RetryForever, once defaults are filled in and validated.
 func (p RetryPolicy) exhausted(attempt int) bool {
 	return p.MaxAttempts > 0 && attempt >= p.MaxAttempts
 }

@@ -76,7 +76,7 @@ func TestRetryPolicyValidation(t *testing.T) {
 		{RetryPolicy{MinDelay: -time.Second}, "MinDelay"},
 		{RetryPolicy{Multiplier: 0.5}, "Multiplier"},
 		{RetryPolicy{Jitter: 2}, "Jitter"},
-		{RetryPolicy{MaxAttempts: -1}, "MaxAttempts"},
+		{RetryPolicy{MaxAttempts: -2}, "MaxAttempts"},
 	}
 	for _, c := range cases {
 		err := c.p.withDefaults().validate()
@@ -98,6 +98,11 @@ func TestRetryPolicyValidation(t *testing.T) {
 	if (RetryPolicy{MaxAttempts: 3}).exhausted(2) || !(RetryPolicy{MaxAttempts: 3}).exhausted(3) {
 		t.Fatal("MaxAttempts 3: want exhausted at attempt 3, not 2")
 	}
+	// RetryForever is accepted and never exhausted.
+	forever := RetryPolicy{MaxAttempts: RetryForever}.withDefaults()
+	if err := forever.validate(); err != nil || forever.exhausted(1) || forever.exhausted(1<<30) {
+		t.Fatalf("RetryForever: validate %v, exhausted %v", err, forever.exhausted(1<<30))
+	}
 }
 
 func TestTopicOptionsValidation(t *testing.T) {
@@ -106,7 +111,7 @@ func TestTopicOptionsValidation(t *testing.T) {
 		{Lease: time.Millisecond},
 		{PollInterval: time.Microsecond},
 		{Retry: RetryPolicy{MinDelay: time.Minute, MaxDelay: time.Second}},
-		{Retry: RetryPolicy{MaxAttempts: -1}},
+		{Retry: RetryPolicy{MaxAttempts: -2}},
 	} {
 		if err := o.withDefaults().validate(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: err = %v", o, err)
@@ -123,7 +128,7 @@ func TestHandleRefusesNegativeMaxAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := func(context.Context, *Message[string]) error { return nil }
-	bad := RetryPolicy{MaxAttempts: -1}
+	bad := RetryPolicy{MaxAttempts: -2}
 	for name, w := range map[string]*Worker{
 		"topic policy":   NewWorker(c, nil),
 		"worker default": NewWorker(c, &WorkerConfig{Defaults: TopicOptions{Retry: bad}}),

@@ -273,7 +273,7 @@ func TestSettlementFor(t *testing.T) {
 		}
 	}
 	// Retry forever.
-	forever := testDelivery(RetryPolicy{MaxAttempts: -1}, 1000)
+	forever := testDelivery(RetryPolicy{MaxAttempts: RetryForever}, 1000)
 	if got := forever.r.settlementFor(forever, base); got.Kind != ontimedriver.Retry {
 		t.Errorf("MaxAttempts -1 at attempt 1000: %+v", got)
 	}
