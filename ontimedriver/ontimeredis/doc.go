@@ -97,5 +97,42 @@
 //
 // Both layouts store the same BinaryMessageFormatV1 envelope (package
 // envelope). ontime writes header lengths in bytes; the Python writer puts
-// code-point counts there, which differ only for non-ASCII header values.
+// code-point counts there, which differ only for non-ASCII header keys and
+// values. ontime's decoder reads both (it falls back to code-point counts
+// when the byte reading does not fit the envelope exactly; see package
+// envelope), so a Python timer with a non-ASCII header, say a correlation id
+// "trace-é", is delivered to a Go handler with the headers Python meant.
+// The Python reader cannot read such an envelope and hands the whole of it
+// over as a raw body.
+//
+// The two readers also differ on an envelope that starts with the magic but
+// reads consistently neither way (damaged, or hand-made): the Python reader
+// delivers it as a raw body, ontime treats it as undecodable and
+// dead-letters it (reason "undecodable"; the stored bytes are kept whole in
+// the dead letter). In the compatible layout that dead letter is kept only
+// with CompatDeadLetters; without it the timer is deleted and a warning
+// logged, as for every dead letter there. Either way a handler is never
+// given such bytes as its payload.
+//
+// # JSON bodies
+//
+// A body that is not a string, []byte, json.RawMessage or nil is encoded
+// with encoding/json, compact and without HTML escaping, which gives the
+// same bytes as the Python writer's compact JSON for structs (fields in
+// declaration order, as a Python dict built in the same order) holding
+// strings, integers and booleans, and for ASCII text. It does not always
+// give the same bytes:
+//
+//   - Go escapes U+2028 and U+2029 in strings (\u2028, \u2029); Python
+//     writes them raw.
+//   - Go writes map keys sorted; Python keeps a dict's insertion order.
+//   - Floating-point numbers are spelled differently: Go writes 1.0 as 1,
+//     1e16 as 10000000000000000 and 1.5e-7 as 1.5e-7, Python 1.0, 1e+16 and
+//     1.5e-07.
+//
+// The decoded values are the same either way; only a byte-for-byte
+// comparison of payloads written by the two sides (a hash for
+// de-duplication, a golden test) sees the difference. A json.RawMessage
+// body is only compacted, so its bytes are kept otherwise (U+2028 stays
+// raw).
 package ontimeredis

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,6 +169,69 @@ func TestCompatPythonTimerDelivered(t *testing.T) {
 		n, _ := e.rdb.Exists(ctx, tl, pl).Result()
 		return n == 0
 	}, "acked timers removed from both Python keys")
+}
+
+// vectorPyUTF8 is an envelope laid out as the Python writer lays it out
+// when headers are not ASCII (INTEROP.md: each u16 length holds the
+// code-point count, data_start the real byte offset), built by hand:
+// correlation_id "trace-é" (7 code points, 8 bytes), content-type
+// application/json, x-city "Zürich 🚀" (8 code points, 12 bytes), x-tenant
+// "acme", x-name "Zoë" (3 code points, 4 bytes), body {"a":1}.
+const vectorPyUTF8 = "89 42 49 4e 0d 0a 1a 0a 00 01 00 00 00 12 00 00 00 82 00 05" +
+	" 00 0e 63 6f 72 72 65 6c 61 74 69 6f 6e 5f 69 64 00 07 74 72 61 63 65 2d c3 a9" +
+	" 00 0c 63 6f 6e 74 65 6e 74 2d 74 79 70 65 00 10 61 70 70 6c 69 63 61 74 69 6f 6e 2f 6a 73 6f 6e" +
+	" 00 06 78 2d 63 69 74 79 00 08 5a c3 bc 72 69 63 68 20 f0 9f 9a 80" +
+	" 00 08 78 2d 74 65 6e 61 6e 74 00 04 61 63 6d 65" +
+	" 00 06 78 2d 6e 61 6d 65 00 03 5a 6f c3 ab" +
+	" 7b 22 61 22 3a 31 7d"
+
+// TestCompatPythonNonASCIIHeaders: a timer that Python wrote with non-ASCII
+// headers (code-point lengths) in the first, a middle and the last header is
+// claimed by an ontime worker with every header, the correlation id, the
+// content type and the body as Python meant them, and then acked.
+func TestCompatPythonNonASCIIHeaders(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newCompat(t, "")
+	tl, pl := e.timeline+":utf8", e.payloads+":utf8"
+	env := unhex(t, vectorPyUTF8)
+	if len(env) != 137 || int(env[17]) != len(env)-len(`{"a":1}`) {
+		t.Fatalf("vector: %d bytes, data_start %d", len(env), env[17])
+	}
+	score := float64(time.Now().UnixMicro()) / 1e6
+	if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, tl, redis.Z{Score: score, Member: "py-utf8"})
+		p.HSet(ctx, pl, "py-utf8", env)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan ontime.Message[[]byte], 1)
+	w := ontime.NewWorker(e.client, &ontime.WorkerConfig{Logger: quiet})
+	if err := ontime.Handle(w, "utf8", func(ctx context.Context, m *ontime.Message[[]byte]) error {
+		ch <- *m
+		return nil
+	}, &ontime.TopicOptions{PollInterval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	var m ontime.Message[[]byte]
+	select {
+	case m = <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not delivered")
+	}
+	wantHeaders := map[string]string{"x-city": "Zürich 🚀", "x-tenant": "acme", "x-name": "Zoë"}
+	if m.ID != "py-utf8" || m.CorrelationID != "trace-é" || m.ContentType != "application/json" || !maps.Equal(m.Headers, wantHeaders) {
+		t.Errorf("id %q correlation id %q content type %q headers %q; want py-utf8, trace-é, application/json, %q", m.ID, m.CorrelationID, m.ContentType, m.Headers, wantHeaders)
+	}
+	if string(m.Raw) != `{"a":1}` {
+		t.Errorf("body %q, want {\"a\":1}", m.Raw)
+	}
+	drivertest.WaitFor(t, 3*time.Second, func() bool {
+		n, _ := e.rdb.Exists(ctx, tl, pl).Result()
+		return n == 0
+	}, "the acked timer removed from both Python keys")
 }
 
 // runWorker runs w until the test ends.
@@ -347,14 +410,6 @@ func TestMalformedNativeRecordDeadLettered(t *testing.T) {
 	}
 }
 
-func mustFloat(s string) float64 {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		panic(err)
-	}
-	return f
-}
-
 // TestScriptsReloadedAfterFlush: after SCRIPT FLUSH (as after a restart or
 // failover) every operation still works: the driver loads the scripts again.
 func TestScriptsReloadedAfterFlush(t *testing.T) {
@@ -454,69 +509,131 @@ func TestBadOptions(t *testing.T) {
 	}
 }
 
-// TestIdleWorkerIsQuiet: an idle worker makes O(1) Redis calls per poll
-// interval (no spin): counted with INFO commandstats on a server of its own.
+// TestIdleWorkerIsQuiet: with a long PollInterval an idle worker makes
+// O(1) Redis commands per poll interval (no spin, no hidden periodic
+// traffic), and a timer published meanwhile is still delivered within
+// 200 ms of its due time: the wake-up comes over pub/sub, not from a poll.
+// Every command the server runs is counted (INFO commandstats on a server of
+// the test's own; commands that scripts run count too), except the test's
+// own INFO and CONFIG.
 func TestIdleWorkerIsQuiet(t *testing.T) {
 	srv := redistest.StartServer(t)
 	ctx := t.Context()
-	rdb := srv.NewClient(t)
-	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Logger: quiet})
+	d, err := ontimeredis.New(srv.NewClient(t), &ontimeredis.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	c, _ := ontime.NewClient(d, &ontime.Config{Logger: quiet})
+	stats := srv.NewClient(t) // the test's own INFO and CONFIG
+	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := ontime.NewWorker(c, &ontime.WorkerConfig{Logger: quiet})
-	var mu sync.Mutex
-	got := 0
-	for _, topic := range []string{"idle1", "idle2"} {
+	type delivery struct {
+		m  ontime.Message[[]byte]
+		at time.Time
+	}
+	got := make(chan delivery, 10)
+	const poll = 30 * time.Second
+	topics := []string{"idle1", "idle2"}
+	for _, topic := range topics {
 		if err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
-			mu.Lock()
-			got++
-			mu.Unlock()
+			got <- delivery{*m, time.Now()}
 			return nil
-		}, &ontime.TopicOptions{PollInterval: 250 * time.Millisecond}); err != nil {
+		}, &ontime.TopicOptions{PollInterval: poll}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	runWorker(t, w)
-	time.Sleep(300 * time.Millisecond) // let it start
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+
+	// Started: both topics subscribed to their wake-up channels and
+	// claimed once (a topic subscribes before its first claim). From here
+	// on nothing is due and the next poll is 30 s away.
+	channels := []string{"ontime:{idle1}:wake", "ontime:{idle2}:wake"}
+	redistest.Eventually(t, 10*time.Second, func() bool {
+		subs, err := stats.PubSubNumSub(ctx, channels...).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subs[channels[0]] == 1 && subs[channels[1]] == 1 && commandStats(t, stats)["evalsha"] >= len(topics)
+	}, "the worker subscribed and claimed on both topics")
+	if err := stats.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	const idle = 2 * time.Second
+	const idle = 3 * time.Second
 	time.Sleep(idle)
-	calls := commandCalls(t, rdb)
-	// 2 topics × (2 s / 250 ms) = 16 polls; allow some slack, forbid a spin.
-	if calls > 24 {
-		t.Errorf("idle worker made %d Redis calls in %v on 2 topics with a 250ms poll", calls, idle)
+	cmds := commandStats(t, stats)
+	total := 0
+	for _, n := range cmds {
+		total += n
 	}
-	t.Logf("idle worker: %d calls in %v (2 topics, poll 250ms)", calls, idle)
-	// And a publish wakes it at once despite the poll interval.
-	if _, err := c.Publish(ctx, "idle1", "x"); err != nil {
-		t.Fatal(err)
+	// One poll of one topic is about four commands (EVALSHA and, inside
+	// it, TIME, ZRANGEBYSCORE, ZRANGE). The window is a tenth of the poll
+	// interval, so even one poll per topic in it would be more than its
+	// share; a poll every 250 ms would make about 100, a spin thousands.
+	const bound = 8
+	if total > bound {
+		t.Errorf("idle worker ran %d Redis commands in %v on %d topics with a %v poll, want at most %d: %v", total, idle, len(topics), poll, bound, cmds)
 	}
-	drivertest.WaitFor(t, 3*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return got == 1 }, "delivery")
+	t.Logf("idle worker: %d commands in %v (%d topics, poll %v): %v", total, idle, len(topics), poll, cmds)
+
+	// Wake-ups: a timer due now and one due 500 ms from now, published
+	// while the worker sleeps on its 30 s poll, are each delivered within
+	// 200 ms of their due time.
+	check := func(topic string, opt ontime.PublishOption) {
+		t.Helper()
+		id, err := c.Publish(ctx, topic, "x", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case g := <-got:
+			late := g.at.Sub(g.m.Due)
+			if g.m.ID != id || g.m.Topic != topic {
+				t.Fatalf("delivered %s/%s, want %s/%s", g.m.Topic, g.m.ID, topic, id)
+			}
+			// Due times are whole milliseconds, rounded up.
+			if late < -time.Millisecond || late > 200*time.Millisecond {
+				t.Errorf("%s delivered %v after its due time %v, want within 200ms", topic, late, g.m.Due)
+			}
+			t.Logf("%s: delivered %v after its due time", topic, late)
+		case <-time.After(poll / 3):
+			t.Fatalf("%s: no delivery within %v (the poll interval is %v)", topic, poll/3, poll)
+		}
+	}
+	check("idle1", ontime.In(0))
+	check("idle2", ontime.At(time.Now().Add(500*time.Millisecond)))
+	// The count above saw nothing because there was nothing: since the
+	// reset it does see the worker's claims and acks.
+	if n := commandStats(t, stats)["evalsha"]; n < 4 {
+		t.Errorf("commandstats shows %d EVALSHA calls after two publishes and deliveries, want at least 4", n)
+	}
 }
 
-// commandCalls counts the script calls in INFO commandstats (commands
-// that scripts run inside are counted there too, so they are left out;
-// CONFIG and INFO are the test's own).
-func commandCalls(t *testing.T, rdb *redis.Client) int {
+// commandStats returns the calls per command from INFO commandstats,
+// leaving out the test's own INFO and CONFIG.
+func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 	t.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
+	out := map[string]int{}
 	for line := range strings.SplitSeq(info, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "cmdstat_eval") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
-		_, rest, _ := strings.Cut(line, "calls=")
-		n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-		total += n
+		name = strings.TrimPrefix(name, "cmdstat_")
+		if name == "info" || name == "config" || strings.HasPrefix(name, "config|") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		out[name] = n
 	}
-	return total
+	return out
 }
