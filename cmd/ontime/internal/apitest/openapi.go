@@ -59,7 +59,9 @@ func Load(data []byte) (*Spec, error) {
 
 // match finds the path template of an escaped request path.
 func (s *Spec) match(escapedPath string) (string, bool) {
-	segs := strings.Split(strings.Trim(escapedPath, "/"), "/")
+	// Only the leading slash goes: "/v1/topics/t/timers/" has an empty
+	// last segment, the {id} of /v1/topics/{topic}/timers/{id}.
+	segs := strings.Split(strings.TrimPrefix(escapedPath, "/"), "/")
 	best, bestLit := "", -1
 	for _, pt := range s.paths {
 		if len(pt.segs) != len(segs) {
@@ -87,6 +89,13 @@ func (s *Spec) match(escapedPath string) (string, bool) {
 func (s *Spec) Check(method, escapedPath string, status int, contentType string, body []byte) error {
 	tpl, ok := s.match(escapedPath)
 	if !ok {
+		if status == http.StatusNotFound {
+			// An undocumented path answered 404: right, with the error shape.
+			if err := s.CheckSchema("Error", body); err != nil {
+				return fmt.Errorf("openapi: %s %s 404: %w", method, escapedPath, err)
+			}
+			return nil
+		}
 		return fmt.Errorf("openapi: path %s is not documented", escapedPath)
 	}
 	pathItem := s.doc["paths"].(map[string]any)[tpl].(map[string]any)
@@ -361,4 +370,100 @@ func (t *Transport) Seen() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Operation is one documented method of a path and the statuses it may
+// answer.
+type Operation struct {
+	Method string // upper case
+	Path   string // the template, e.g. /v1/topics/{topic}/timers
+	// Statuses are the documented response codes, ascending.
+	Statuses []int
+}
+
+// Key is "METHOD /template STATUS", the form Transport.Seen lists.
+func (o Operation) Key(status int) string {
+	return fmt.Sprintf("%s %s %d", o.Method, o.Path, status)
+}
+
+// Operations lists every documented operation, by path then method.
+func (s *Spec) Operations() []Operation {
+	var out []Operation
+	paths := s.doc["paths"].(map[string]any)
+	for _, pt := range s.paths {
+		item, _ := paths[pt.raw].(map[string]any)
+		methods := make([]string, 0, len(item))
+		for m := range item {
+			methods = append(methods, m)
+		}
+		sort.Strings(methods)
+		for _, m := range methods {
+			op, ok := item[m].(map[string]any)
+			if !ok {
+				continue
+			}
+			responses, ok := op["responses"].(map[string]any)
+			if !ok {
+				continue // "parameters" and other non-operation members
+			}
+			o := Operation{Method: strings.ToUpper(m), Path: pt.raw}
+			for code := range responses {
+				if n, err := strconv.Atoi(code); err == nil {
+					o.Statuses = append(o.Statuses, n)
+				}
+			}
+			sort.Ints(o.Statuses)
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Missing lists, as Operation.Key strings, the documented answers that
+// are not in seen (Transport.Seen lists). A 405 is a property of a path:
+// a 405 seen for any method of a path counts for every operation of that
+// path that documents 405.
+func (s *Spec) Missing(seen []string) []string {
+	have := map[string]bool{}
+	notAllowed := map[string]bool{} // paths that answered 405
+	for _, k := range seen {
+		have[k] = true
+		if rest, ok := strings.CutSuffix(k, " 405"); ok {
+			if _, path, ok := strings.Cut(rest, " "); ok {
+				notAllowed[path] = true
+			}
+		}
+	}
+	var out []string
+	for _, o := range s.Operations() {
+		for _, st := range o.Statuses {
+			if have[o.Key(st)] || st == http.StatusMethodNotAllowed && notAllowed[o.Path] {
+				continue
+			}
+			out = append(out, o.Key(st))
+		}
+	}
+	return out
+}
+
+// ErrorCodes returns the enum of components.schemas.ErrorCode: every
+// error code the API documents.
+func (s *Spec) ErrorCodes() ([]string, error) {
+	v, err := s.resolve("#/components/schemas/ErrorCode/enum")
+	if err != nil {
+		return nil, err
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, errors.New("openapi: ErrorCode.enum is not a list")
+	}
+	out := make([]string, 0, len(list))
+	for _, c := range list {
+		str, ok := c.(string)
+		if !ok {
+			return nil, fmt.Errorf("openapi: ErrorCode.enum holds %v, not a string", c)
+		}
+		out = append(out, str)
+	}
+	return out, nil
 }

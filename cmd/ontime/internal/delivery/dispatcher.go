@@ -127,11 +127,16 @@ func (d *Dispatcher) Ensure(topic string) {
 func (d *Dispatcher) ensure(topic string) *topicRun {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closing {
+		// The workers are stopping or stopped: a watcher would wait for
+		// timers that never come.
+		return nil
+	}
 	if tr, ok := d.topics[topic]; ok {
 		tr.lastSeen = time.Now()
 		return tr
 	}
-	if d.closing || d.broken[topic] {
+	if d.broken[topic] {
 		return nil
 	}
 	tr, err := d.start(topic)

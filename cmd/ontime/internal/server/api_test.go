@@ -1,17 +1,21 @@
 package server_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // TestBadInput sends every kind of bad request the API must refuse and
@@ -135,8 +139,8 @@ func TestTimerLifecycle(t *testing.T) {
 		t.Errorf("before: %d timers, want 2", len(page.Timers))
 	}
 
-	// Batch: per-item results; if_absent per item.
-	r = e.do("POST", "/v1/topics/orders/timers:batch", `[{"id":"n1","delay":"1h"},{"id":"j","delay":"1h","if_absent":true},{"delay":"1h"}]`)
+	// Batch: per-item results; with if_absent, existing ids answer 409.
+	r = e.do("POST", "/v1/topics/orders/timers:batch", `[{"id":"n1","delay":"1h","if_absent":true},{"id":"j","delay":"1h","if_absent":true},{"delay":"1h","if_absent":true}]`)
 	e.want(r, 200, "")
 	var br wire.BatchResult
 	r.json(t, &br)
@@ -307,5 +311,80 @@ func TestHeaderNames(t *testing.T) {
 	n, err := e.client.Count(t.Context(), "h")
 	if err != nil || n.Scheduled != 1 {
 		t.Errorf("count %+v, %v: want only the valid timer", n, err)
+	}
+}
+
+// scheduleCounter counts the Schedule calls that reach the store.
+type scheduleCounter struct {
+	ontimedriver.Driver
+	calls atomic.Int64
+}
+
+func (c *scheduleCounter) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	c.calls.Add(1)
+	return c.Driver.Schedule(ctx, topic, timers, mode)
+}
+
+// TestBatchOneWrite: a batch is one store call, so it is stored all
+// together or not at all: server.MaxBatch timers go in one Schedule call;
+// one more, or a batch mixing if_absent modes (two calls), is refused
+// before anything is written.
+func TestBatchOneWrite(t *testing.T) {
+	t.Parallel()
+	var counter *scheduleCounter
+	e := newEnv(t, envOpts{wrap: func(d ontimedriver.Driver) ontimedriver.Driver {
+		counter = &scheduleCounter{Driver: d}
+		return counter
+	}})
+	items := func(n int, extra string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"id":"b%d","delay":"1h"%s}`, i, extra)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+
+	r := e.do("POST", "/v1/topics/big/timers:batch", items(server.MaxBatch+1, ""))
+	e.want(r, 400, "batch_too_large")
+	if !strings.Contains(string(r.body), fmt.Sprint(server.MaxBatch)) {
+		t.Errorf("the error does not give the limit: %s", r.body)
+	}
+	mixed := `[{"id":"m0","delay":"1h"},{"id":"m1","delay":"1h","if_absent":true}]`
+	r = e.do("POST", "/v1/topics/big/timers:batch", mixed)
+	e.want(r, 400, "invalid_batch")
+	if !strings.Contains(string(r.body), "timer 1") {
+		t.Errorf("the error does not name the item: %s", r.body)
+	}
+	if n := counter.calls.Load(); n != 0 {
+		t.Fatalf("refused batches made %d store calls", n)
+	}
+	if n, err := e.client.Count(t.Context(), "big"); err != nil || n.Scheduled != 0 {
+		t.Fatalf("refused batches stored %+v (%v)", n, err)
+	}
+
+	r = e.do("POST", "/v1/topics/big/timers:batch", items(server.MaxBatch, ""))
+	e.want(r, 200, "")
+	var br wire.BatchResult
+	r.json(t, &br)
+	if len(br.Results) != server.MaxBatch || br.Results[server.MaxBatch-1].ID != fmt.Sprint("b", server.MaxBatch-1) {
+		t.Errorf("%d results", len(br.Results))
+	}
+	if n := counter.calls.Load(); n != 1 {
+		t.Errorf("a batch of %d made %d store calls, want 1", server.MaxBatch, n)
+	}
+	if n, err := e.client.Count(t.Context(), "big"); err != nil || n.Scheduled != int64(server.MaxBatch) {
+		t.Errorf("stored %+v (%v), want %d", n, err, server.MaxBatch)
+	}
+	// The same ids again with if_absent: one call, every item 409.
+	r = e.do("POST", "/v1/topics/big/timers:batch", items(server.MaxBatch, `,"if_absent":true`))
+	e.want(r, 200, "")
+	r.json(t, &br)
+	for i, it := range br.Results {
+		if it.Status != 409 || it.Error == nil || it.Error.Code != "exists" {
+			t.Fatalf("item %d: %+v, want 409 exists", i, it)
+		}
+	}
+	if n := counter.calls.Load(); n != 2 {
+		t.Errorf("%d store calls after two batches, want 2", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,8 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
@@ -35,16 +38,25 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 && fullRun() {
+		if err := checkCoverage(); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: OpenAPI coverage:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
-// env is an API on a fresh embedded store, behind an httptest server.
+// env is an API on a fresh store (embedded, or Redis with envOpts.redis),
+// behind an httptest server.
 type env struct {
 	t      *testing.T
 	url    string
 	hc     *http.Client
 	client *ontime.Client
-	disp   *delivery.Dispatcher
+	drv    ontimedriver.Driver
+	disp   *delivery.Dispatcher // nil with envOpts.noWorkers
 	tr     *apitest.Transport
 }
 
@@ -52,6 +64,14 @@ type envOpts struct {
 	maxBody int64
 	tokens  []string
 	cfg     *config.Config
+	// wrap, if set, wraps the store's driver (to count calls).
+	wrap func(ontimedriver.Driver) ontimedriver.Driver
+	// redis, if set, is the URL of the Redis store to use instead of a
+	// fresh embedded one (with a fresh key prefix).
+	redis string
+	// noWorkers runs the API without a dispatcher, as the CLI's --redis
+	// mode does.
+	noWorkers bool
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -60,48 +80,69 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "ontime.db"), &ontimebolt.Options{Logger: log})
+	var drv ontimedriver.Driver
+	kind := store.KindEmbedded
+	if o.redis != "" {
+		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Prefix: fmt.Sprintf("api%d:", time.Now().UnixNano())}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drv, kind = st.Driver, store.KindRedis
+		t.Cleanup(func() { _ = st.Redis.Close() }) // after the driver's Close below
+	} else {
+		bolt, err := ontimebolt.Open(filepath.Join(t.TempDir(), "ontime.db"), &ontimebolt.Options{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drv = bolt
+	}
+	d := drv
+	if o.wrap != nil {
+		d = o.wrap(drv)
+	}
+	client, err := ontime.NewClient(d, &ontime.Config{Logger: log, MaxBodyBytes: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := ontime.NewClient(drv, &ontime.Config{Logger: log, MaxBodyBytes: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
+	var disp *delivery.Dispatcher
+	if !o.noWorkers {
+		cfg := o.cfg
+		if cfg == nil {
+			cfg = &config.Config{}
+		}
+		cfg.Fill()
+		cfg.DiscoverInterval = config.Duration(50 * time.Millisecond)
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		disp, err = delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		disp.Start()
 	}
-	cfg := o.cfg
-	if cfg == nil {
-		cfg = &config.Config{}
-	}
-	cfg.Fill()
-	cfg.DiscoverInterval = config.Duration(50 * time.Millisecond)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	disp, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp.Start()
 	done := make(chan struct{})
-	api := server.New(server.Options{
-		Client: client, Dispatcher: disp, StoreKind: "embedded", MaxBodyBytes: o.maxBody,
+	ts := httptest.NewServer(server.New(server.Options{
+		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
 		Tokens: o.tokens, Logger: log, Done: done,
-	})
-	ts := httptest.NewServer(api)
+	}))
+	tr := &apitest.Transport{Spec: spec, T: t}
 	t.Cleanup(func() {
+		recordSeen(tr)
 		close(done)
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := disp.Shutdown(ctx); err != nil {
-			t.Errorf("dispatcher shutdown: %v", err)
+		if disp != nil {
+			if err := disp.Shutdown(ctx); err != nil {
+				t.Errorf("dispatcher shutdown: %v", err)
+			}
 		}
 		if err := drv.Close(); err != nil {
 			t.Errorf("driver close: %v", err)
 		}
 	})
-	tr := &apitest.Transport{Spec: spec, T: t}
-	return &env{t: t, url: ts.URL, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, disp: disp, tr: tr}
+	return &env{t: t, url: ts.URL, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr}
 }
 
 // response is a decoded answer.

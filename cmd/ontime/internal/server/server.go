@@ -60,8 +60,14 @@ type Server struct {
 	started time.Time
 }
 
-// MaxBatch is the most timers one batch request may hold.
-const MaxBatch = 1000
+// MaxBatch is the most timers one batch request may hold: the number the
+// library's Client.PublishBatch writes in one store call, which is atomic
+// (one transaction of the embedded store, one Lua script on Redis). A batch
+// of at most MaxBatch timers that share one if_absent mode is therefore
+// stored all together or not at all; a larger one is refused
+// (batch_too_large) rather than written in several calls, of which a later
+// one could fail after an earlier one was stored.
+const MaxBatch = ontime.BatchChunkSize
 
 // New returns the API handler.
 func New(o Options) *Server {

@@ -13,34 +13,28 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
-// publish schedules validated timers of one topic, in order, grouping runs
-// with the same if_absent mode into one store call each.
+// publish schedules validated timers of one topic in one store call: the
+// library writes up to MaxBatch timers in one atomic call (one transaction
+// of the embedded store, one Lua script on Redis), so they are stored all
+// together or not at all. Callers keep to MaxBatch timers that share one
+// if_absent mode.
 func (s *Server) publish(r *http.Request, topic string, ps []parsed) ([]ontime.PublishResult, error) {
-	out := make([]ontime.PublishResult, 0, len(ps))
-	for start := 0; start < len(ps); {
-		end := start + 1
-		for end < len(ps) && ps[end].ifAbsent == ps[start].ifAbsent {
-			end++
-		}
-		timers := make([]ontime.Timer, end-start)
-		for i := range timers {
-			timers[i] = ps[start+i].timer
-		}
-		var opts []ontime.BatchOption
-		if ps[start].ifAbsent {
-			opts = append(opts, ontime.BatchIfAbsent())
-		}
-		res, err := s.o.Client.PublishBatch(r.Context(), topic, timers, opts...)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, res...)
-		start = end
+	timers := make([]ontime.Timer, len(ps))
+	for i := range ps {
+		timers[i] = ps[i].timer
+	}
+	var opts []ontime.BatchOption
+	if len(ps) > 0 && ps[0].ifAbsent {
+		opts = append(opts, ontime.BatchIfAbsent())
+	}
+	res, err := s.o.Client.PublishBatch(r.Context(), topic, timers, opts...)
+	if err != nil {
+		return nil, err
 	}
 	if s.o.Dispatcher != nil {
 		s.o.Dispatcher.Ensure(topic)
 	}
-	return out, nil
+	return res, nil
 }
 
 func timerURL(topic, id string) string {
@@ -92,7 +86,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusBadRequest, "invalid_batch", "the batch is empty"))
 		return
 	case len(in) > MaxBatch:
-		writeError(w, errorf(http.StatusBadRequest, "invalid_batch", "the batch has %d timers; the limit is %d", len(in), MaxBatch))
+		writeError(w, errorf(http.StatusBadRequest, "batch_too_large", "the batch has %d timers; the limit is %d (one atomic store write): split it", len(in), MaxBatch))
 		return
 	}
 	ps := make([]parsed, len(in))
@@ -101,6 +95,11 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 		if e != nil {
 			e.msg = fmt.Sprintf("timer %d: %s", i, e.msg)
 			writeError(w, e)
+			return
+		}
+		if i > 0 && p.ifAbsent != ps[0].ifAbsent {
+			writeError(w, errorf(http.StatusBadRequest, "invalid_batch",
+				"timer %d: if_absent is %v but timer 0 has %v; a batch is one atomic write in one mode: send the two kinds in two batches", i, p.ifAbsent, ps[0].ifAbsent))
 			return
 		}
 		ps[i] = p

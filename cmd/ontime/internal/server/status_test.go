@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// concrete fills a path template with topic "t" and id "x".
+func concrete(tpl string) string {
+	return strings.NewReplacer("{topic}", "t", "{id}", "x").Replace(tpl)
+}
+
+// validBody is a request body each operation accepts (nil: none).
+var validBody = map[string]any{
+	"POST /v1/topics/{topic}/timers":       `{"delay":"1s"}`,
+	"POST /v1/topics/{topic}/timers:batch": `[{"delay":"1s"}]`,
+	"POST /messages":                       `{"message":"x"}`,
+}
+
+// TestAuthEveryOperation: with tokens on, every documented operation that
+// documents 401 answers it without a token, and only /healthz and /readyz
+// do not document it.
+func TestAuthEveryOperation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{tokens: []string{"tok"}})
+	var open []string
+	for _, o := range spec.Operations() {
+		if !slices.Contains(o.Statuses, http.StatusUnauthorized) {
+			open = append(open, o.Method+" "+o.Path)
+			continue
+		}
+		r := e.do(o.Method, concrete(o.Path), validBody[o.Method+" "+o.Path])
+		e.want(r, 401, "unauthorized")
+	}
+	if !slices.Equal(open, []string{"GET /healthz", "GET /readyz"}) {
+		t.Errorf("operations without auth: %v, want only the health checks", open)
+	}
+}
+
+// storeDown checks that with the store unreachable every operation that
+// talks to it answers 503 store_unavailable, /readyz included, and /healthz
+// still 200.
+func storeDown(t *testing.T, e *env) {
+	t.Helper()
+	for _, o := range spec.Operations() {
+		key := o.Method + " " + o.Path
+		if !slices.Contains(o.Statuses, http.StatusServiceUnavailable) || key == "GET /v1/topics/{topic}/watch" {
+			// Watch does not touch the store to connect; its 503 is
+			// shutting_down (TestWatch).
+			continue
+		}
+		r := e.do(o.Method, concrete(o.Path), validBody[key])
+		if r.status != 503 || r.code() != "store_unavailable" {
+			t.Errorf("%s with the store down: %d %s, want 503 store_unavailable", key, r.status, r.body)
+		}
+	}
+	e.want(e.do("GET", "/healthz", nil), 200, "")
+}
+
+// TestStoreDown: the embedded store closed under the API, and a Redis
+// store whose redis-server was stopped.
+func TestStoreDown(t *testing.T) {
+	t.Parallel()
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, envOpts{noWorkers: true})
+		e.want(e.do("GET", "/readyz", nil), 200, "")
+		if err := e.drv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		storeDown(t, e)
+	})
+	t.Run("redis", func(t *testing.T) {
+		t.Parallel()
+		rs := testredis.StartT(t)
+		// No command retries: each call fails after the dialer's own.
+		e := newEnv(t, envOpts{noWorkers: true, redis: rs.URL() + "?max_retries=-1"})
+		e.want(e.do("GET", "/readyz", nil), 200, "")
+		e.want(e.do("POST", "/v1/topics/t/timers", `{"delay":"1h"}`), 201, "")
+		rs.Stop()
+		storeDown(t, e)
+	})
+}
+
+// TestWatch: the stream answers 200 text/event-stream, hands each fired
+// timer over as an "event: timer" whose data matches the Event schema, and
+// acks it; without workers the endpoint answers 501; while the server
+// shuts down, 503.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/topics/w/watch", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("watch: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	rd := bufio.NewReader(resp.Body)
+	if line, err := rd.ReadString('\n'); err != nil || line != ": watching w\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if _, err := e.client.Publish(t.Context(), "w", map[string]int{"n": 1}, ontime.WithID("w1"), ontime.WithHeader("k", "v")); err != nil {
+		t.Fatal(err)
+	}
+	var event, data string
+	for data == "" {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimSpace(strings.TrimPrefix(line, "data: "))
+		}
+	}
+	if event != "timer" {
+		t.Errorf("event %q", event)
+	}
+	if err := spec.CheckSchema("Event", []byte(data)); err != nil {
+		t.Errorf("data %s: %v", data, err)
+	}
+	var ev wire.Event
+	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != "w1" || string(ev.Body) != `{"n":1}` || ev.Headers["k"] != "v" || ev.Attempt != 1 {
+		t.Errorf("event %s (%v)", data, err)
+	}
+	waitFor(t, 10*time.Second, "the ack", func() bool {
+		n, err := e.client.Count(t.Context(), "w")
+		return err == nil && n.Scheduled+n.Leased == 0
+	})
+	cancel()
+
+	// While the server shuts down.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := e.disp.Shutdown(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	e.want(e.do("GET", "/v1/topics/w/watch", nil), 503, "shutting_down")
+
+	// An API without workers (the CLI's --redis mode).
+	e2 := newEnv(t, envOpts{noWorkers: true})
+	e2.want(e2.do("GET", "/v1/topics/w/watch", nil), 501, "watch_unavailable")
+}
+
+// TestRequestTooLarge: the endpoints that take many timers or ids refuse a
+// request over the batch cap (16 MiB) with 413, storing nothing.
+func TestRequestTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	huge := strings.Repeat("x", 16<<20)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/topics/t/timers:batch", `[{"delay":"1s","body":"` + huge + `"}]`},
+		{"/v1/topics/t/dead:replay", `{"ids":["` + huge + `"]}`},
+		{"/v1/topics/t/dead:purge", `{"ids":["` + huge + `"]}`},
+	} {
+		e.want(e.do("POST", c.path, c.body), 413, "request_too_large")
+	}
+	if n, err := e.client.Count(t.Context(), "t"); err != nil || n.Scheduled != 0 {
+		t.Errorf("count %+v, %v", n, err)
+	}
+}
