@@ -40,6 +40,9 @@ import (
 type backend struct {
 	name  string
 	redis *testredis.Server // nil: embedded store
+	// aux is a redis-server for redis-stream targets (the store's own on
+	// the Redis backend); nil when redis-server is not installed.
+	aux *testredis.Server
 }
 
 // storeArgs returns the serve flags of a fresh, private store: a new data
@@ -64,9 +67,10 @@ func TestE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(rs.Stop)
-		backends = append(backends, &backend{name: "redis", redis: rs})
+		backends[0].aux = rs
+		backends = append(backends, &backend{name: "redis", redis: rs, aux: rs})
 	} else {
-		t.Log("redis-server is not installed: the Redis half is skipped")
+		t.Log("redis-server is not installed: the Redis half and the redis-stream targets are skipped")
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -77,10 +81,14 @@ func TestE2E(t *testing.T) {
 			t.Run("webhook", func(t *testing.T) { t.Parallel(); testWebhook(t, b) })
 			t.Run("bad_input", func(t *testing.T) { t.Parallel(); testBadInput(t, b) })
 			t.Run("auth", func(t *testing.T) { t.Parallel(); testAuth(t, b) })
-			if b.redis != nil {
+			t.Run("watch_reconnect", func(t *testing.T) { t.Parallel(); testWatchReconnect(t, b) })
+			if b.aux != nil {
 				t.Run("redis_stream", func(t *testing.T) { t.Parallel(); testRedisStream(t, b) })
+			}
+			if b.redis != nil {
 				t.Run("compat_layout", func(t *testing.T) { t.Parallel(); testCompat(t, b) })
 				t.Run("cli_direct", func(t *testing.T) { t.Parallel(); testCLIDirect(t, b) })
+				t.Run("redis_down", func(t *testing.T) { t.Parallel(); testRedisDown(t) })
 			}
 		})
 	}
@@ -454,6 +462,23 @@ target = { type = "http", url = %q, secret = "hook-secret" }
 	if !strings.Contains(out, "d1") || !strings.Contains(out, "max_attempts") || !strings.Contains(out, "502") {
 		t.Errorf("ontime dead:\n%s", out)
 	}
+	// Replayed, it is due at once, fails its two attempts again and dies
+	// again.
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--replay", "d1"); !strings.Contains(out, "replayed 1") {
+		t.Errorf("ontime dead --replay: %q", out)
+	}
+	waitAPI(t, 15*time.Second, "the replayed timer's two attempts", func() bool { return len(dead.calls()) >= 4 })
+	waitAPI(t, 15*time.Second, "the dead letter again", func() bool {
+		var p wire.DeadPage
+		a.must(200, "GET", "/v1/topics/doomed/dead", nil).decode(t, &p)
+		return len(p.Dead) == 1
+	})
+	if calls := dead.calls(); len(calls) != 4 || calls[2].header.Get("Ontime-Attempt") != "1" || calls[3].header.Get("Ontime-Attempt") != "2" {
+		t.Errorf("%d calls after the replay, want 4 with attempts 1 and 2 again", len(calls))
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--replay", "nope", "--json"); !strings.Contains(out, `"count": 0`) {
+		t.Errorf("ontime dead --replay of an unknown id: %q", out)
+	}
 	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "d1"); !strings.Contains(out, "purged 1") {
 		t.Errorf("ontime dead --purge: %q", out)
 	}
@@ -524,6 +549,16 @@ func testBadInput(t *testing.T, b *backend) {
 	if len(topics) != 0 {
 		t.Errorf("bad requests stored something: %+v", topics)
 	}
+	// --if-absent on an id that exists exits 4 and changes nothing.
+	mustCLI(t, s, nil, "schedule", "dup", "first", "--in", "1h", "--id", "d")
+	before := a.must(200, "GET", "/v1/topics/dup/timers/d", nil).body
+	if _, errOut, code := cli(t, s, nil, "schedule", "dup", "second", "--in", "2h", "--id", "d", "--if-absent"); code != 4 || !strings.Contains(errOut, "exists") {
+		t.Errorf("schedule --if-absent of an existing id: exit %d, stderr %q; want 4 and \"exists\"", code, errOut)
+	}
+	if after := a.must(200, "GET", "/v1/topics/dup/timers/d", nil).body; !bytes.Equal(before, after) {
+		t.Errorf("schedule --if-absent changed the timer:\n was %s\n now %s", before, after)
+	}
+	mustCLI(t, s, nil, "schedule", "dup", "other", "--in", "1h", "--id", "e", "--if-absent")
 	// The document served is the one the tests check against.
 	if r := a.must(200, "GET", "/v1/openapi.json", nil); !bytes.Equal(r.body, server.OpenAPI) {
 		t.Error("/v1/openapi.json differs from the embedded document")
@@ -572,14 +607,20 @@ func testAuth(t *testing.T, b *backend) {
 	}
 }
 
-// testRedisStream delivers a topic to a Redis stream (XADD).
+// testRedisStream delivers a topic to a Redis stream (XADD): on the Redis
+// store by default the store's own Redis, on the embedded store the one the
+// target names.
 func testRedisStream(t *testing.T, b *backend) {
 	stream := fmt.Sprintf("e2e-stream-%d", time.Now().UnixNano())
+	where := "" // the store's Redis
+	if b.redis == nil {
+		where = fmt.Sprintf(", redis = %q", b.aux.URL())
+	}
 	cfg := filepath.Join(t.TempDir(), "ontime.toml")
 	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 [topics.events]
-target = { type = "redis-stream", stream = %q, maxlen = 1000 }
-`, stream)), 0o600)
+target = { type = "redis-stream", stream = %q, maxlen = 1000%s }
+`, stream, where)), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +629,7 @@ target = { type = "redis-stream", stream = %q, maxlen = 1000 }
 	a.must(201, "POST", "/v1/topics/events/timers", map[string]any{
 		"id": "e1", "body": "to the stream", "delay": "200ms", "headers": map[string]string{"k": "v"},
 	})
-	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: b.aux.Addr})
 	defer rdb.Close()
 	var msgs []redis.XMessage
 	waitAPI(t, 10*time.Second, "a stream entry", func() bool {
@@ -667,5 +708,67 @@ func testCLIDirect(t *testing.T, b *backend) {
 	}
 	if code := w.stop(syscall.SIGINT); code != 0 {
 		t.Errorf("watch --redis exited %d after SIGINT; stderr:\n%s", code, w.stderr())
+	}
+}
+
+// testWatchReconnect: `ontime watch` outlives a server restart. The server
+// stops (SIGTERM), the watcher keeps retrying, a new server starts on the
+// same address, and the watcher, reconnected by itself, prints a timer
+// scheduled after the restart at its second.
+func testWatchReconnect(t *testing.T, b *backend) {
+	args := b.storeArgs(t)
+	s := serve(t, nil, args...)
+	const topic = "reconnect"
+	w := watch(t, s, nil, topic)
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; stderr:\n%s", code, s.stderr())
+	}
+	w.waitStderr(10*time.Second, "reconnecting in")
+	addr := strings.TrimPrefix(s.URL, "http://")
+	s = serve(t, nil, append(args, "--listen", addr)...)
+	if s.URL != "http://"+addr {
+		t.Fatalf("the new server listens on %s, want %s", s.URL, addr)
+	}
+	if !w.waitFor(15*time.Second, func() bool { return strings.Count(w.errBuf.String(), "watching "+topic+" on") >= 2 }) {
+		t.Fatalf("the watcher did not reconnect; stderr:\n%s", w.stderr())
+	}
+	a := newAPI(t, s)
+	due := time.Now().Truncate(time.Second).Add(3 * time.Second)
+	a.must(201, "POST", "/v1/topics/"+topic+"/timers", map[string]any{"id": "r1", "body": "after the restart", "at": due.Format(time.RFC3339)})
+	checkWatch(t, w, []expect{{"after the restart", due}})
+	if w.exited() {
+		t.Errorf("the watcher exited; stderr:\n%s", w.stderr())
+	}
+}
+
+// testRedisDown runs a server on a redis-server of its own and stops that
+// redis-server: /readyz answers 503 store_unavailable (and /healthz still
+// 200), the API answers 503, the CLI exits 5, and the server keeps running.
+func testRedisDown(t *testing.T) {
+	rs, err := testredis.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Stop)
+	s := serve(t, nil, "--redis", rs.URL())
+	a := newAPI(t, s)
+	a.must(200, "GET", "/readyz", nil)
+	mustCLI(t, s, nil, "schedule", "t", "x", "--in", "1h")
+
+	rs.Stop()
+	if r := a.must(503, "GET", "/readyz", nil); r.code() != "store_unavailable" {
+		t.Errorf("/readyz with Redis down: %s", r.body)
+	}
+	a.must(200, "GET", "/healthz", nil)
+	if r := a.must(503, "POST", "/v1/topics/t/timers", map[string]any{"delay": "1s"}); r.code() != "store_unavailable" {
+		t.Errorf("publish with Redis down: %s", r.body)
+	}
+	for _, args := range [][]string{{"ls"}, {"schedule", "t", "x", "--in", "1s"}, {"get", "t", "x"}} {
+		if _, errOut, code := cli(t, s, nil, args...); code != 5 || !strings.Contains(errOut, "store_unavailable") {
+			t.Errorf("ontime %v with Redis down: exit %d, stderr %q; want 5 and store_unavailable", args, code, errOut)
+		}
+	}
+	if s.exited() {
+		t.Fatalf("serve exited when Redis went down; stderr:\n%s", s.stderr())
 	}
 }
