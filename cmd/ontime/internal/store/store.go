@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -46,7 +47,7 @@ type RedisOptions struct {
 
 // OpenEmbedded opens (creating) dir/ontime.db.
 func OpenEmbedded(dir string, log *slog.Logger) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := makeDataDir(dir); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	d, err := ontimebolt.Open(filepath.Join(dir, FileName), &ontimebolt.Options{Logger: log})
@@ -139,4 +140,47 @@ func (s *Store) Close() error {
 	}
 	s.clients = nil
 	return err
+}
+
+// makeDataDir creates dir and whatever parents it lacks, and fsyncs the
+// parent of each directory it created, so that a power loss right after
+// the first start cannot lose the new directory (and the store file in it;
+// ontimebolt.Open fsyncs the file's own directory). Existing directories
+// are left alone.
+func makeDataDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	var created []string // deepest first
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil || filepath.Dir(p) == p {
+			break
+		}
+		created = append(created, p)
+	}
+	if err := os.MkdirAll(abs, 0o750); err != nil {
+		return err
+	}
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be opened for fsync there
+	}
+	for _, c := range created {
+		if err := syncDir(filepath.Dir(c)); err != nil {
+			return fmt.Errorf("sync %s: %w", filepath.Dir(c), err)
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	if cerr := f.Close(); serr == nil {
+		serr = cerr
+	}
+	return serr
 }
