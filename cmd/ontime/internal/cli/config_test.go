@@ -104,6 +104,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"http target without url", nil, []string{"--config", write("d.toml", "[topics.t.target]\ntype = \"http\"\n")}, "target.url"},
 		{"stream without redis", nil, []string{"--config", write("e.toml", "[topics.t.target]\ntype = \"redis-stream\"\n")}, "target.redis"},
 		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},
+		{"retry max_attempts below -1", nil, []string{"--config", write("h.toml", "[topics.t]\nretry = { max_attempts = -2 }\n")}, "retry.max_attempts -2"},
+		{"retry min above max", nil, []string{"--config", write("i.toml", "[topics.t]\nretry = { min_delay = \"2s\", max_delay = \"1s\" }\n")}, "retry.min_delay"},
 		{"missing secret env", nil, []string{"--config", write("g.toml", "[topics.t.target]\ntype = \"http\"\nurl = \"http://x\"\nsecret_env = \"ONTIME_TEST_NO_SUCH_VAR\"\n")}, "secret_env"},
 	} {
 		_, err := loadFor(t, c.env, c.args...)

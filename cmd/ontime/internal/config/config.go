@@ -346,6 +346,9 @@ func (c *Config) checkTopic(where string, t Topic) error {
 	if r.Jitter > 1 {
 		bad("retry.jitter %g is above 1", r.Jitter)
 	}
+	if r.MaxAttempts < -1 {
+		bad("retry.max_attempts %d: want >= 1, 0 (the default, 25) or -1 (retry forever)", r.MaxAttempts)
+	}
 	if tg := t.Target; tg != nil {
 		switch tg.Type {
 		case TargetLog:
