@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Every module of the workspace (go.work), or the root module alone.
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 
-.PHONY: test deps lint fmt-check tidy-check vet staticcheck race fuzz bench bench-report serve
+.PHONY: test deps lint fmt-check tidy-check vet staticcheck race fuzz bench bench-report serve stress
 
 ## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
 test: deps lint race
@@ -47,6 +47,10 @@ fuzz:
 		for f in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 			echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; done) || exit 1; done
+
+## stress: the long crash and chaos tests of internal/chaos (SIGKILLed workers, Redis restarts and pauses; -tags stress, several minutes).
+stress: deps
+	$(GO) test -race -tags stress -count=1 -timeout 60m -v ./internal/chaos/
 
 ## bench: the Go benchmarks of the library and drivers.
 bench:

@@ -213,12 +213,14 @@ func (f *fleet) all() []*proc {
 	return append([]*proc(nil), f.procs...)
 }
 
-// logEntry is one line of the delivery log.
+// logEntry is one line of the delivery log (see the testworker's package
+// documentation for the kinds).
 type logEntry struct {
-	kind    byte // 'D', 'A' or 'L'
+	kind    byte // 'D', 'F', 'A', 'L', 'S', 'R', 'E' or 'X'
 	id      string
 	attempt int
 	pid     int
+	extra   string // the rest of the line (S: the settle kind; R, E, L: the error)
 }
 
 func readLog(t *testing.T, path string) []logEntry {
@@ -239,7 +241,7 @@ func readLog(t *testing.T, path string) []logEntry {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("delivery log line %d is malformed: %q", n, sc.Text())
 		}
-		out = append(out, logEntry{kind: f[0][0], id: f[1], attempt: a, pid: p})
+		out = append(out, logEntry{kind: f[0][0], id: f[1], attempt: a, pid: p, extra: strings.Join(f[4:], " ")})
 	}
 	return out
 }

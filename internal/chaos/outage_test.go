@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ type outageParams struct {
 // the same port and data directory, and checks that every timer whose
 // Publish returned nil is delivered, that Publish failed during the outage
 // (never a false success), and that every worker went unhealthy and came
-// back on its own.
+// back on its own, logging each change of state once, not per attempt.
 func TestRedisRestart(t *testing.T) {
 	p := restartDefaults
 	srv := redistest.StartServer(t, redistest.AppendOnly())
@@ -44,7 +45,8 @@ func TestRedisRestart(t *testing.T) {
 // TestRedisPause stops redis-server with SIGSTOP for longer than the lease
 // and resumes it (SIGCONT): leases held across the pause have expired by
 // the store's clock when it resumes, so timers are delivered again. No
-// timer is lost; duplicates are counted.
+// timer is lost; duplicates are counted. Every worker turns unhealthy
+// during the pause (its calls time out) and back, logging each change once.
 func TestRedisPause(t *testing.T) {
 	p := pauseDefaults
 	srv := redistest.StartServer(t)
@@ -87,7 +89,41 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// transitions counts a worker's log records of its health changes: the
+// worker logs "store unreachable" when it turns unhealthy and "store
+// reachable again" when it recovers, once per change, never per failed
+// attempt.
+type transitions struct {
+	down, up atomic.Int64
+}
+
+// countingHandler is a slog.Handler that counts the health transitions
+// logged through it and passes every record on.
+type countingHandler struct {
+	slog.Handler
+	n *transitions
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	switch {
+	case strings.Contains(r.Message, "store unreachable"):
+		h.n.down.Add(1)
+	case strings.Contains(r.Message, "store reachable again"):
+		h.n.up.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h countingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return countingHandler{h.Handler.WithAttrs(as), h.n}
+}
+
+func (h countingHandler) WithGroup(name string) slog.Handler {
+	return countingHandler{h.Handler.WithGroup(name), h.n}
+}
+
 func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server, down, up func()) {
+	const pollInterval = 200 * time.Millisecond
 	ctx := t.Context()
 	prefix := redistest.Prefix(t)
 	const topic = "outage"
@@ -101,9 +137,10 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 		deliveries []delivery
 	)
 	workers := make([]*ontime.Worker, p.workers)
+	trans := make([]transitions, p.workers)
 	runErr := make(chan error, p.workers)
 	for i := range workers {
-		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("worker", i)
+		log := slog.New(countingHandler{slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}), &trans[i]}).With("worker", i)
 		c, _ := newStoreClient(t, srv.NewClient(t), prefix, log)
 		w := ontime.NewWorker(c, &ontime.WorkerConfig{Logger: log, ShutdownTimeout: 5 * time.Second})
 		err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
@@ -114,7 +151,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 				time.Sleep(rand.N(p.work))
 			}
 			return nil
-		}, &ontime.TopicOptions{MaxConcurrency: p.conc, Lease: p.lease, PollInterval: 200 * time.Millisecond})
+		}, &ontime.TopicOptions{MaxConcurrency: p.conc, Lease: p.lease, PollInterval: pollInterval})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,16 +325,23 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 		}
 	}
 
-	// Health: every worker noticed the restart and recovered on its own. (A
-	// pause shorter than the client's read timeout may look like a slow
-	// store to a worker whose only call was blocked through it: no error,
-	// so it need not turn unhealthy.)
+	// Health: every worker noticed the outage and recovered on its own. A
+	// killed server refuses connections at once. A paused one only stops
+	// answering: a worker notices when a call times out. The claim loop
+	// calls Claim at least every PollInterval (200 ms; its handlers take
+	// under 50 ms, so it never waits long for a slot), and each Claim or
+	// Settle is bounded by storeCallTimeout (runner.go: Lease/3 clamped
+	// to 2 s..5 s), so a pause longer than the sum, plus 300 ms for
+	// scheduling, turns every worker unhealthy. A shorter pause may look
+	// like a slow store and is not checked.
+	callTimeout := min(max(p.lease/3, 2*time.Second), 5*time.Second)
+	mustGoDown := kind == "restart" || p.outage >= callTimeout+pollInterval+300*time.Millisecond
 	sawDown := 0
 	for i, h := range health {
 		if h.sawDown {
 			sawDown++
 		}
-		if kind == "restart" && (!h.sawDown || !h.sawUpAfterDown) {
+		if mustGoDown && (!h.sawDown || !h.sawUpAfterDown) {
 			t.Errorf("worker %d: health went down %v, came back %v", i, h.sawDown, h.sawUpAfterDown)
 		}
 		if h.sawDown && !h.sawUpAfterDown {
@@ -307,12 +351,35 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 			t.Errorf("worker %d is unhealthy at the end: %+v", i, now)
 		}
 	}
-	unreachable := strings.Count(logs.String(), "store unreachable")
+	// The log: each worker logged its transitions once per change of
+	// state, not once per failed attempt (a worker retries its claims,
+	// settles and extends many times during an outage, backing off from
+	// 50 ms). Every down is followed by an up (each worker ends healthy).
+	unreachable := 0
+	var perWorker []string
+	for i := range trans {
+		down, up := int(trans[i].down.Load()), int(trans[i].up.Load())
+		unreachable += down
+		perWorker = append(perWorker, fmt.Sprintf("%d/%d", down, up))
+		if down != up {
+			t.Errorf("worker %d logged %d times that the store was unreachable and %d times that it was reachable again", i, down, up)
+		}
+		if health[i].sawDown && down == 0 {
+			t.Errorf("worker %d went unhealthy without logging it", i)
+		}
+		if mustGoDown && down == 0 {
+			t.Errorf("worker %d never logged that the store was unreachable, across %d %ss", i, len(windows), kind)
+		}
+	}
+	if limit := p.workers*len(windows) + p.workers; unreachable > limit {
+		t.Errorf("'store unreachable' logged %d times (per worker down/up: %v) for %d workers and %d outages; at most %d expected (once per worker per outage, plus one per worker)",
+			unreachable, perWorker, p.workers, len(windows), limit)
+	}
 
 	var total time.Duration
 	for _, w := range windows {
 		total += w.to.Sub(w.from)
 	}
-	t.Logf("lost=%d duplicated=%d %ss=%d timers=%d (Publish ok %d, failed %d: %d during the outages, %d of the failed delivered anyway; outage %s each, lease %v; %d workers x %d, %d went unhealthy and back; 'store unreachable' logged %d times)",
-		lost, dup, kind, len(windows), len(okIDs), len(okIDs), failed, failedInOutage, uncertainDelivered, fmtDur(p.outage), p.lease, p.workers, p.conc, sawDown, unreachable)
+	t.Logf("lost=%d duplicated=%d %ss=%d timers=%d (Publish ok %d, failed %d: %d during the outages, %d of the failed delivered anyway; outage %s each, lease %v; %d workers x %d, %d went unhealthy and back; 'store unreachable' logged %d times, per worker down/up %v)",
+		lost, dup, kind, len(windows), len(okIDs), len(okIDs), failed, failedInOutage, uncertainDelivered, fmtDur(p.outage), p.lease, p.workers, p.conc, sawDown, unreachable, perWorker)
 }

@@ -1,10 +1,16 @@
 // Command testworker is the worker process the chaos tests of
 // internal/chaos build, start, SIGKILL and replace. It serves one topic on a
-// Redis server and appends one line per delivery to a shared log file:
+// Redis server and appends lines about each delivery to a shared log file:
 //
 //	D <id> <attempt> <pid>          the handler was called (written as it starts)
+//	F <id> <attempt> <pid>          its work is done (written before it calls m.Ack or returns nil)
 //	A <id> <attempt> <pid>          -ack=explicit: m.Ack returned nil
 //	L <id> <attempt> <pid> <error>  -ack=explicit: m.Ack returned an error
+//
+// plus the lines of the store's answers about the worker's leases (S, R, E,
+// X), written by a pass-through wrapper of the real driver: see driver.go.
+// Every line starts with a kind letter, the timer id, the attempt number
+// (the claim's; -1 if unknown) and the worker's pid.
 //
 // The file is opened with O_APPEND and every line is one write(2), so lines
 // of concurrent workers never interleave and the file order is the order in
@@ -98,7 +104,7 @@ func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease
 		return err
 	}
 	defer drv.Close()
-	client, err := ontime.NewClient(drv, &ontime.Config{Logger: log})
+	client, err := ontime.NewClient(newObserved(drv, logLine), &ontime.Config{Logger: log})
 	if err != nil {
 		return err
 	}
@@ -111,6 +117,9 @@ func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease
 		if work > 0 {
 			time.Sleep(rand.N(work))
 		}
+		// The work is done; nothing has asked the store to ack yet, so a
+		// delivery without this line cannot have been acked.
+		logLine("F", m.ID, m.Attempt, "")
 		if ack == "explicit" {
 			if err := m.Ack(ctx); err != nil {
 				logLine("L", m.ID, m.Attempt, strconv.Quote(err.Error()))
