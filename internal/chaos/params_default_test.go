@@ -12,10 +12,13 @@ var (
 	}
 )
 
+// The outages last 2.5 s: a worker only learns of one when a store call
+// times out (2 s for this lease, plus up to a poll interval before it
+// calls), so a shorter one may pass unnoticed; see runOutage.
 var (
 	restartDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 1, outage: 1500 * time.Millisecond, between: time.Second,
+		cycles: 1, outage: 2500 * time.Millisecond, between: time.Second,
 	}
 	pauseDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
