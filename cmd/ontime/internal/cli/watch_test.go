@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,6 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
-
-// syncBuf is an output sink safe for concurrent writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWatchRedisJSON: `ontime watch --redis URL --json` prints each timer as
 // the event JSON a server's stream carries (the Event schema of the OpenAPI
@@ -49,7 +29,7 @@ func TestWatchRedisJSON(t *testing.T) {
 	prefix := fmt.Sprintf("watchjson%d:", time.Now().UnixNano())
 	const topic = "wj"
 
-	var stdout, stderr syncBuf
+	var stdout, stderr apitest.SyncBuffer
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	exit := make(chan int, 1)

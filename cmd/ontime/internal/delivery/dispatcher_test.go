@@ -1,42 +1,23 @@
 package delivery_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
-// syncBuf is a log sink safe for concurrent writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func newDispatcher(t *testing.T) (*delivery.Dispatcher, *ontime.Client, *syncBuf) {
+func newDispatcher(t *testing.T) (*delivery.Dispatcher, *ontime.Client, *apitest.SyncBuffer) {
 	t.Helper()
 	return newDispatcherWith(t, &config.Config{}, nil)
 }
@@ -44,9 +25,9 @@ func newDispatcher(t *testing.T) (*delivery.Dispatcher, *ontime.Client, *syncBuf
 // newDispatcherWith runs a dispatcher with cfg (filled and validated here)
 // on a fresh embedded store; openRedis gives redis-stream targets their
 // client.
-func newDispatcherWith(t *testing.T, cfg *config.Config, openRedis delivery.RedisOpener) (*delivery.Dispatcher, *ontime.Client, *syncBuf) {
+func newDispatcherWith(t *testing.T, cfg *config.Config, openRedis delivery.RedisOpener) (*delivery.Dispatcher, *ontime.Client, *apitest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuf{}
+	logs := &apitest.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "ontime.db"), &ontimebolt.Options{Logger: log})
 	if err != nil {

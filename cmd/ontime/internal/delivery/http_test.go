@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 )
@@ -96,7 +97,7 @@ func testMessage() *delivery.Message {
 func TestHTTPTargetAck(t *testing.T) {
 	t.Parallel()
 	rv := newReceiver(t, "s3cret", status(http.StatusAccepted))
-	logs := &syncBuf{}
+	logs := &apitest.SyncBuffer{}
 	tg := delivery.NewHTTPTarget(rv.URL, []byte("s3cret"), map[string]string{"X-Static": "yes"}, time.Second,
 		slog.New(slog.NewTextHandler(logs, nil)))
 	if err := tg.Deliver(t.Context(), testMessage()); err != nil {
