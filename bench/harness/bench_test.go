@@ -134,6 +134,10 @@ func BenchmarkE2E(b *testing.B) {
 				batch = e.cfg.Batch
 			}
 			rt0 := sys.roundTrips()
+			var prof profSnap
+			if profileHookOn() {
+				prof = takeProfSnap(ctx, e)
+			}
 			b.ResetTimer()
 			start := time.Now()
 			if _, err := publishAll(ctx, sys, q, ts, batch, e.cfg.Publishers); err != nil {
@@ -144,6 +148,9 @@ func BenchmarkE2E(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
+			if profileHookOn() {
+				prof.report(ctx, b, e, n)
+			}
 			b.ReportMetric(rate(n, end.Sub(start)), "timers/s")
 			b.ReportMetric(float64(sys.roundTrips()-rt0)/float64(n), "roundtrips/timer")
 			b.ReportMetric(float64(t.total.Load()-int64(n)), "redelivered")
