@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,4 +200,113 @@ func BenchmarkIdleFirstTimer(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(sum)/float64(b.N)/1e6, "mean-late-ms")
 	b.ReportMetric(float64(worst)/1e6, "max-late-ms")
+}
+
+// BenchmarkScriptCost measures the Redis server's work per timer for each
+// script of the worker's hot path, phase by phase on a dedicated server:
+// schedule b.N timers due now (batches of 100), claim them all (batches
+// of the sub-benchmark's size), then ack them all (same batches). For each
+// phase it reports the scripts' own time (INFO commandstats, evalsha
+// usec) and the server's CPU (INFO cpu, which adds parsing and networking)
+// per timer.
+//
+//	go test -run '^$' -bench ScriptCost -benchtime 100000x ./ontimedriver/ontimeredis/
+func BenchmarkScriptCost(b *testing.B) {
+	for _, layout := range []ontimeredis.Layout{ontimeredis.Native, ontimeredis.Compatible} {
+		for _, batch := range []int{32, 256} {
+			b.Run(fmt.Sprintf("%s/batch=%d", layout, batch), func(b *testing.B) {
+				benchScriptCost(b, layout, batch)
+			})
+		}
+	}
+}
+
+func benchScriptCost(b *testing.B, layout ontimeredis.Layout, batch int) {
+	redistest.SkipIfNoRedis(b)
+	srv := redistest.StartServer(b)
+	rdb := srv.NewClient(b)
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Layout: layout, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	ctx := context.Background()
+	if err := d.Ping(ctx); err != nil {
+		b.Fatal(err)
+	}
+	snap := func() (usec, cpu float64) {
+		info, err := rdb.Info(ctx, "commandstats", "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			k, v, _ := strings.Cut(line, ":")
+			switch k {
+			case "cmdstat_evalsha":
+				for _, kv := range strings.Split(v, ",") {
+					if s, ok := strings.CutPrefix(kv, "usec="); ok {
+						usec, _ = strconv.ParseFloat(s, 64)
+					}
+				}
+			case "used_cpu_user", "used_cpu_sys":
+				f, _ := strconv.ParseFloat(v, 64)
+				cpu += f * 1e6
+			}
+		}
+		return usec, cpu
+	}
+	n := b.N
+	payload := make([]byte, 180)
+	report := func(name string, f func()) {
+		u0, c0 := snap()
+		f()
+		u1, c1 := snap()
+		b.ReportMetric((u1-u0)/float64(n), name+"_script_us/timer")
+		b.ReportMetric((c1-c0)/float64(n), name+"_cpu_us/timer")
+	}
+	b.ResetTimer()
+	report("schedule", func() {
+		ts := make([]ontimedriver.NewTimer, 0, 100)
+		for i := 0; i < n; i += 100 {
+			ts = ts[:0]
+			for j := i; j < min(i+100, n); j++ {
+				ts = append(ts, ontimedriver.NewTimer{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), Payload: payload})
+			}
+			if _, err := d.Schedule(ctx, "cost", ts, ontimedriver.Upsert); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	var claimed []ontimedriver.ClaimedTimer
+	report("claim", func() {
+		for len(claimed) < n {
+			res, err := d.Claim(ctx, "cost", batch, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res.Timers) == 0 {
+				b.Fatalf("claimed %d of %d", len(claimed), n)
+			}
+			claimed = append(claimed, res.Timers...)
+		}
+	})
+	report("settle", func() {
+		ops := make([]ontimedriver.Settlement, 0, batch)
+		for i := 0; i < len(claimed); i += batch {
+			ops = ops[:0]
+			for _, t := range claimed[i:min(i+batch, len(claimed))] {
+				ops = append(ops, ontimedriver.Settlement{Lease: ontimedriver.Lease{ID: t.ID, Token: t.Token}, Kind: ontimedriver.Ack})
+			}
+			res, err := d.Settle(ctx, "cost", ops)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, e := range res {
+				if e != nil {
+					b.Fatal(e)
+				}
+			}
+		}
+	})
+	b.StopTimer()
 }

@@ -26,30 +26,29 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		return nil, err
 	}
 	k := d.keys(topic)
-	args := make([]any, 0, 2+4*len(timers))
+	args := make([]any, 0, 2+3*len(timers))
 	m := "0"
 	if mode == ontimedriver.IfAbsent {
 		m = "1"
 	}
 	args = append(args, m, k.wake)
+	unit := int64(1) // the compatible layout counts microseconds
+	if d.compat {
+		unit = 1000
+	}
 	for _, t := range timers {
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
 		}
-		abs := ""
+		// One value for the due time: absolute, or "+" and a delay from
+		// the store's clock.
+		var due string
 		if !t.At.IsZero() {
-			ms := ceilMs(t.At)
-			if d.compat {
-				abs = strconv.FormatInt(ms*1000, 10)
-			} else {
-				abs = strconv.FormatInt(ms, 10)
-			}
+			due = strconv.FormatInt(ceilMs(t.At)*unit, 10)
+		} else {
+			due = "+" + strconv.FormatInt(durMs(t.Delay)*unit, 10)
 		}
-		delay := durMs(t.Delay)
-		if d.compat {
-			delay *= 1000
-		}
-		args = append(args, t.ID, abs, delay, t.Payload)
+		args = append(args, t.ID, due, t.Payload)
 	}
 	s := sSchedule
 	ks := []string{k.due, k.msg, k.lease}
@@ -99,7 +98,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) < 3 || (len(a)-3)%4 != 0 {
+	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
 		return nil, errReply
 	}
 	out := &ontimedriver.ClaimResult{Now: msTime(replyInt(a[0]))}
@@ -107,20 +106,30 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
 	}
-	out.Timers = make([]ontimedriver.ClaimedTimer, 0, (len(a)-3)/4)
-	for i := 3; i < len(a); i += 4 {
-		r, ok := parseRecord(replyStr(a[i+3]))
+	n := (len(a) - 4) / 3
+	out.Timers = make([]ontimedriver.ClaimedTimer, n)
+	if n == 0 {
+		return out, nil
+	}
+	// The k-th claimed timer's token is the first token + k.
+	first, err := strconv.ParseInt(replyStr(a[3]), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: first token %q", errReply, replyStr(a[3]))
+	}
+	for k := range n {
+		v := a[4+3*k:]
+		r, ok := parseRecord(replyStr(v[2]))
 		if !ok {
-			return nil, fmt.Errorf("%w: claimed record of %q", errReply, replyStr(a[i]))
+			return nil, fmt.Errorf("%w: claimed record of %q", errReply, replyStr(v[0]))
 		}
-		out.Timers = append(out.Timers, ontimedriver.ClaimedTimer{
-			ID:         replyStr(a[i]),
-			Token:      replyStr(a[i+1]),
+		out.Timers[k] = ontimedriver.ClaimedTimer{
+			ID:         replyStr(v[0]),
+			Token:      strconv.FormatInt(first+int64(k), 10),
 			Due:        msTime(r.due),
-			Attempt:    int(replyInt(a[i+2])),
+			Attempt:    int(replyInt(v[1])),
 			LeaseUntil: until,
 			Payload:    r.payload,
-		})
+		}
 	}
 	return out, nil
 }
@@ -159,13 +168,16 @@ func (d *Driver) claimCompat(ctx context.Context, topic string, max int, lease t
 	return out, nil
 }
 
+// kindArg is each settle kind as the settle scripts read it.
+var kindArg = [...]any{ontimedriver.Ack: "0", ontimedriver.Retry: "1", ontimedriver.Snooze: "2", ontimedriver.Dead: "3"}
+
 // Settle applies outcomes in one script call, each fenced by its token.
 func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
 	k := d.keys(topic)
-	args := make([]any, 0, 1+6*len(ops))
+	args := make([]any, 0, 1+3*len(ops))
 	args = append(args, k.wake)
 	for _, op := range ops {
 		if op.Delay < 0 {
@@ -174,11 +186,16 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		if op.Kind < ontimedriver.Ack || op.Kind > ontimedriver.Dead {
 			return nil, fmt.Errorf("%w: settlement of %q has unknown kind %d", ontimedriver.ErrInvalid, op.ID, int(op.Kind))
 		}
+		// kind, id, token + ","; an ack needs nothing more.
+		args = append(args, kindArg[op.Kind], op.ID, op.Token+",")
+		if op.Kind == ontimedriver.Ack {
+			continue
+		}
 		errText := op.Error
 		if len(errText) > maxErrorText {
 			errText = errText[:maxErrorText]
 		}
-		args = append(args, op.ID, op.Token, int(op.Kind), durMs(op.Delay), op.Reason, errText)
+		args = append(args, durMs(op.Delay), op.Reason, errText)
 	}
 	s, ks := sSettle, []string{k.due, k.msg, k.lease, k.dead, k.dmsg}
 	if d.compat {

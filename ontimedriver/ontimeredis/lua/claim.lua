@@ -2,32 +2,46 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] token counter,
 -- KEYS[5] dead zset, KEYS[6] dead hash
 -- ARGV[1] max, ARGV[2] lease ms
--- Returns {now ms, lease deadline ms, next claimable ms or "", then per
--- claimed timer: id, token, attempt, record}. The record is not rewritten:
--- the claim writes only the lease entry and the due score.
+-- Returns {now ms, lease deadline ms, next claimable ms or "", first token,
+-- then per claimed timer: id, attempt, record}. The k-th claimed timer's
+-- token is first token + k - 1 (k from 0): tokens are not sent one by one.
+-- The record is not rewritten: the claim writes only the lease entry and
+-- the due score.
+--
+-- This script runs for every batch a worker takes, so its per-timer work
+-- is kept small: counters instead of #t, one string built per timer (the
+-- lease entry), numbers concatenated directly where they cannot reach
+-- Lua's 14-digit %.14g limit.
 local now = now_ms()
 local deadline = now + tonumber(ARGV[2])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local out = {now, deadline, ''}
-if #ids > 0 then
-  local seq = redis.call('INCRBY', KEYS[4], #ids) - #ids
+local nids = #ids
+local out = {now, deadline, '', ''}
+if nids > 0 then
+  local seq = redis.call('INCRBY', KEYS[4], nids) - nids + 1
+  out[4] = fmt(seq)
   local recs = redis.call('HMGET', KEYS[2], unpack(ids))
   local leases = redis.call('HMGET', KEYS[3], unpack(ids))
+  -- tokens below 1e14 print exactly with '..' (%.14g); fmt beyond
+  local exact = seq + nids < 1e14
+  local dl = fmt(deadline)
   local gone, lset, zadd = {}, {}, {}
-  for i, id in ipairs(ids) do
-    local rec = recs[i]
-    local a
+  local ng, nl, no, k = 0, 0, 4, 0
+  for i = 1, nids do
+    local id, rec = ids[i], recs[i]
+    local e, a
     if rec then
-      local e
       e, a = header(rec)
     end
     if not rec then
       -- an orphan: an id without a body is removed.
-      gone[#gone + 1] = id
-    elseif not a then
+      ng = ng + 1
+      gone[ng] = id
+    elseif not e then
       -- a record without a well-formed ontime header (written by something
       -- else, or damaged): kept whole as a dead letter, never retried.
-      gone[#gone + 1] = id
+      ng = ng + 1
+      gone[ng] = id
       redis.call('HDEL', KEYS[2], id)
       redis.call('ZADD', KEYS[5], now, id)
       redis.call('HSET', KEYS[6], id, dead_record(0, now, 'undecodable', 'stored record has no well-formed ontime header', rec))
@@ -38,22 +52,27 @@ if #ids > 0 then
         a = string.match(l, ',(%d+)$') or a
       end
       local attempt = tonumber(a) + 1
-      local token = fmt(seq + i)
-      lset[#lset + 1] = id
-      lset[#lset + 1] = token .. ',' .. attempt
-      zadd[#zadd + 1] = deadline
-      zadd[#zadd + 1] = id
-      out[#out + 1] = id
-      out[#out + 1] = token
-      out[#out + 1] = attempt
-      out[#out + 1] = rec
+      local token = seq + k
+      k = k + 1
+      if not exact then
+        token = fmt(token)
+      end
+      lset[nl + 1] = id
+      lset[nl + 2] = token .. ',' .. attempt
+      zadd[nl + 1] = dl
+      zadd[nl + 2] = id
+      nl = nl + 2
+      out[no + 1] = id
+      out[no + 2] = attempt
+      out[no + 3] = rec
+      no = no + 3
     end
   end
-  if #gone > 0 then
+  if ng > 0 then
     redis.call('ZREM', KEYS[1], unpack(gone))
     redis.call('HDEL', KEYS[3], unpack(gone))
   end
-  if #lset > 0 then
+  if nl > 0 then
     redis.call('HSET', KEYS[3], unpack(lset))
     redis.call('ZADD', KEYS[1], unpack(zadd))
   end

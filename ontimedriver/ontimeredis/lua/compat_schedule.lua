@@ -1,36 +1,49 @@
 -- compat_schedule.lua: ZADD + HSET per timer, as the Python publisher does.
 -- KEYS[1] timeline zset, KEYS[2] payloads hash
 -- ARGV[1] mode: "0" upsert, "1" if absent; ARGV[2] wake channel
--- then per timer 4 values: id, absolute due us ("" = relative), delay us, envelope
+-- then per timer 3 values: id, due (absolute us, or "+" and a delay in us
+-- from the store's clock), envelope
 -- Returns one due us per timer, or -1 when the id exists (if absent).
 local now = now_us()
 local old = head(KEYS[1])
+local ifabsent = ARGV[1] == '1'
 local out = {}
 local earliest = nil
 local zadd, hset, seen = {}, {}, {}
-for i = 3, #ARGV, 4 do
+local n, m = 0, 0
+-- timers of one batch mostly share a due time: its score is formatted once
+local sdue, score
+for i = 3, #ARGV, 3 do
   local id = ARGV[i]
-  if ARGV[1] == '1' and (seen[id] or redis.call('HEXISTS', KEYS[2], id) == 1) then
-    out[#out + 1] = -1
+  n = n + 1
+  if ifabsent and (seen[id] or redis.call('HEXISTS', KEYS[2], id) == 1) then
+    out[n] = -1
   else
-    seen[id] = true
-    local due
-    if ARGV[i + 1] ~= '' then
-      due = tonumber(ARGV[i + 1])
-    else
-      due = floor_ms(now) + tonumber(ARGV[i + 2])
+    if ifabsent then
+      seen[id] = true
     end
-    zadd[#zadd + 1] = secs(due)
-    zadd[#zadd + 1] = id
-    hset[#hset + 1] = id
-    hset[#hset + 1] = ARGV[i + 3]
+    local spec = ARGV[i + 1]
+    local due
+    if string.byte(spec, 1) == 43 then -- '+': relative
+      due = floor_ms(now) + tonumber(spec)
+    else
+      due = tonumber(spec)
+    end
+    if due ~= sdue then
+      sdue, score = due, secs(due)
+    end
+    zadd[2 * m + 1] = score
+    zadd[2 * m + 2] = id
+    hset[2 * m + 1] = id
+    hset[2 * m + 2] = ARGV[i + 2]
+    m = m + 1
     if not earliest or due < earliest then
       earliest = due
     end
-    out[#out + 1] = due
+    out[n] = due
   end
 end
-if #zadd > 0 then
+if m > 0 then
   batched('ZADD', KEYS[1], zadd)
   batched('HSET', KEYS[2], hset)
 end

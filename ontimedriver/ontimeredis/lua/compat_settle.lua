@@ -2,54 +2,80 @@
 -- KEYS[1] timeline zset, KEYS[2] payloads hash, and when dead letters are
 -- enabled KEYS[3] dead zset, KEYS[4] dead hash
 -- ARGV[1] wake channel
--- then per outcome 6 values: id, token, kind (0 ack, 1 retry, 2 snooze,
--- 3 dead), delay ms, reason, error text
+-- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead), id, token
+-- followed by ",", and for every kind but ack three more values: delay ms,
+-- reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
-local now = now_us()
-local old = head(KEYS[1])
 local out = {}
-local earliest = nil
-local q = {}
-for i = 2, #ARGV, 6 do
-  q[#q + 1] = ARGV[i]
+local q, kinds, toks, pos = {}, {}, {}, {}
+local n = 0
+local i = 2
+local nargs = #ARGV
+while i <= nargs do
+  n = n + 1
+  local kind = ARGV[i]
+  kinds[n] = kind
+  q[n] = ARGV[i + 1]
+  toks[n] = ARGV[i + 2]
+  pos[n] = i
+  if kind == '0' then
+    i = i + 3
+  else
+    i = i + 6
+  end
 end
 local scores = many('ZMSCORE', KEYS[1], q)
 local done = {}
 local del, zadd = {}, {}
-local n = 0
-for i = 2, #ARGV, 6 do
-  n = n + 1
-  local id, kind = ARGV[i], ARGV[i + 2]
-  local tag, due = parse_token(ARGV[i + 1])
-  local cur = scores[n]
-  if done[id] or not tag or not cur or to_us(cur) % 1000 ~= tag or redis.call('HEXISTS', KEYS[2], id) == 0 then
-    out[n] = 0
+local nd, nz = 0, 0
+local now, earliest
+for j = 1, n do
+  local id, kind, cur = q[j], kinds[j], scores[j]
+  -- the token is "<tag>:<due ms>,"
+  local tag, due = string.match(toks[j], '^(%d+):(%-?%d+),$')
+  if done[id] or not tag or not cur or to_us(cur) % 1000 ~= tonumber(tag) or redis.call('HEXISTS', KEYS[2], id) == 0 then
+    out[j] = 0
   else
-    out[n] = 1
+    out[j] = 1
     done[id] = true
     if kind == '1' or kind == '2' then
+      if not now then
+        now = now_us()
+      end
       -- whole milliseconds: a due time never carries a lease tag
-      local at = floor_ms(now) + tonumber(ARGV[i + 3]) * 1000
-      zadd[#zadd + 1] = secs(at)
-      zadd[#zadd + 1] = id
+      local at = floor_ms(now) + tonumber(ARGV[pos[j] + 3]) * 1000
+      zadd[nz + 1] = secs(at)
+      zadd[nz + 2] = id
+      nz = nz + 2
       if not earliest or at < earliest then
         earliest = at
       end
     else
       if kind == '3' and KEYS[3] then
+        if not now then
+          now = now_us()
+        end
+        local p = pos[j]
         local env = redis.call('HGET', KEYS[2], id)
         redis.call('ZADD', KEYS[3], fmt(math.floor(now / 1000)), id)
-        redis.call('HSET', KEYS[4], id, dead_record(1, due, ARGV[i + 4], ARGV[i + 5], env))
+        redis.call('HSET', KEYS[4], id, dead_record(1, tonumber(due), ARGV[p + 4], ARGV[p + 5], env))
       end
-      del[#del + 1] = id
+      nd = nd + 1
+      del[nd] = id
     end
   end
 end
-if #del > 0 then
+-- the head before this call's writes: a wake-up is sent only when a retry
+-- or snooze becomes the new head
+local old
+if earliest then
+  old = head(KEYS[1])
+end
+if nd > 0 then
   batched('ZREM', KEYS[1], del)
   batched('HDEL', KEYS[2], del)
 end
-if #zadd > 0 then
+if nz > 0 then
   batched('ZADD', KEYS[1], zadd)
 end
 if earliest and (not old or earliest / 1000000 < old) then

@@ -2,7 +2,8 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
--- then per timer 4 values: id, absolute due ms ("" = relative), delay ms, envelope
+-- then per timer 3 values: id, due (absolute ms, or "+" and a delay in ms
+-- from the store's clock), envelope
 -- Returns one due ms per timer, or -1 when the id exists (if absent).
 -- An upsert drops any lease of the id: its token stops working.
 local now = now_ms()
@@ -12,43 +13,56 @@ local out = {}
 local earliest = nil
 local hset, zadd, ids = {}, {}, {}
 local exists = {}
+local nargs = #ARGV
 if ifabsent then
   local q = {}
-  for i = 3, #ARGV, 4 do
-    q[#q + 1] = ARGV[i]
+  local k = 0
+  for i = 3, nargs, 3 do
+    k = k + 1
+    q[k] = ARGV[i]
   end
   local r = many('HMGET', KEYS[2], q)
-  for k = 1, #q do
-    exists[k] = r[k] ~= false
+  for j = 1, k do
+    exists[j] = r[j] ~= false
   end
 end
-local n = 0
+local n, m = 0, 0
 local seen = {}
-for i = 3, #ARGV, 4 do
+-- timers of one batch mostly share a due time: its record header is
+-- built once
+local hdue, hdr
+for i = 3, nargs, 3 do
   n = n + 1
   local id = ARGV[i]
   if exists[n] or (ifabsent and seen[id]) then
     out[n] = -1
   else
+    local spec = ARGV[i + 1]
     local due
-    if ARGV[i + 1] ~= '' then
-      due = tonumber(ARGV[i + 1])
+    if string.byte(spec, 1) == 43 then -- '+': relative
+      due = now + tonumber(spec)
     else
-      due = now + tonumber(ARGV[i + 2])
+      due = tonumber(spec)
     end
-    seen[id] = true
-    hset[#hset + 1] = id
-    hset[#hset + 1] = record(0, due, '', ARGV[i + 3])
-    zadd[#zadd + 1] = due
-    zadd[#zadd + 1] = id
-    ids[#ids + 1] = id
+    if ifabsent then
+      seen[id] = true
+    end
+    if due ~= hdue then
+      hdue, hdr = due, '0,' .. fmt(due) .. ',0:'
+    end
+    m = m + 1
+    ids[m] = id
+    hset[2 * m - 1] = id
+    hset[2 * m] = hdr .. ARGV[i + 2]
+    zadd[2 * m - 1] = due
+    zadd[2 * m] = id
     if not earliest or due < earliest then
       earliest = due
     end
     out[n] = due
   end
 end
-if #ids > 0 then
+if m > 0 then
   batched('HSET', KEYS[2], hset)
   batched('ZADD', KEYS[1], zadd)
   if redis.call('EXISTS', KEYS[3]) == 1 then

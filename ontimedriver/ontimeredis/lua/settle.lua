@@ -2,82 +2,114 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] dead zset,
 -- KEYS[5] dead hash
 -- ARGV[1] wake channel
--- then per outcome 6 values: id, token, kind (0 ack, 1 retry, 2 snooze,
--- 3 dead), delay ms, reason, error text
+-- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead), id, token
+-- followed by ",", and for every kind but ack three more values: delay ms,
+-- reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
-local now = now_ms()
-local old = head(KEYS[1])
+--
+-- Acks are most of the traffic: they take three values and touch only the
+-- small lease entries; the clock and the head are read only when an
+-- outcome needs them.
 local out = {}
-local earliest = nil
-local q = {}
-for i = 2, #ARGV, 6 do
-  q[#q + 1] = ARGV[i]
+local q, kinds, toks, pos = {}, {}, {}, {}
+local n = 0
+local i = 2
+local nargs = #ARGV
+while i <= nargs do
+  n = n + 1
+  local kind = ARGV[i]
+  kinds[n] = kind
+  q[n] = ARGV[i + 1]
+  toks[n] = ARGV[i + 2]
+  pos[n] = i
+  if kind == '0' then
+    i = i + 3
+  else
+    i = i + 6
+  end
 end
 -- the token check reads the small lease entries; records are read only
 -- for the outcomes that rewrite them
 local leases = many('HMGET', KEYS[3], q)
 local done = {} -- ids settled in this call: a second outcome is lost
 local del, unlease, hset, zadd, dzadd, dhset = {}, {}, {}, {}, {}, {}
-local n = 0
-for i = 2, #ARGV, 6 do
-  n = n + 1
-  local id, token, kind = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local ok, attempt = false, 0
-  if not done[id] then
-    ok, attempt = held(leases[n], token)
-  end
-  local r
-  if ok and kind ~= '0' then
-    local rec = redis.call('HGET', KEYS[2], id)
-    r = rec and parse(rec)
-    ok = r and true or false
-  end
+local nd, nu, nh, ndd = 0, 0, 0, 0
+local now, earliest
+for j = 1, n do
+  local id, tok, l = q[j], toks[j], leases[j]
+  local ok = l and #tok > 1 and not done[id] and string.find(l, tok, 1, true) == 1
   if not ok then
-    out[n] = 0
-  else
-    out[n] = 1
+    out[j] = 0
+  elseif kinds[j] == '0' then
+    out[j] = 1
     done[id] = true
-    unlease[#unlease + 1] = id
-    if kind == '0' then
-      del[#del + 1] = id
-    elseif kind == '3' then
-      del[#del + 1] = id
-      dzadd[#dzadd + 1] = now
-      dzadd[#dzadd + 1] = id
-      dhset[#dhset + 1] = id
-      dhset[#dhset + 1] = dead_record(attempt, r.due, ARGV[i + 4], ARGV[i + 5], r.payload)
+    nu = nu + 1
+    unlease[nu] = id
+    nd = nd + 1
+    del[nd] = id
+  else
+    local kind, p = kinds[j], pos[j]
+    local attempt = tonumber(string.sub(l, #tok + 1))
+    local rec = redis.call('HGET', KEYS[2], id)
+    local r = attempt and rec and parse(rec)
+    if not r then
+      out[j] = 0
     else
-      local due = now + tonumber(ARGV[i + 3])
-      local err = r.err
-      if kind == '2' then
-        if attempt > 0 then
-          attempt = attempt - 1
-        end
-      else
-        err = ARGV[i + 5]
+      out[j] = 1
+      done[id] = true
+      nu = nu + 1
+      unlease[nu] = id
+      if not now then
+        now = now_ms()
       end
-      hset[#hset + 1] = id
-      hset[#hset + 1] = record(attempt, due, err, r.payload)
-      zadd[#zadd + 1] = due
-      zadd[#zadd + 1] = id
-      if not earliest or due < earliest then
-        earliest = due
+      if kind == '3' then
+        nd = nd + 1
+        del[nd] = id
+        dzadd[ndd + 1] = now
+        dzadd[ndd + 2] = id
+        dhset[ndd + 1] = id
+        dhset[ndd + 2] = dead_record(attempt, r.due, ARGV[p + 4], ARGV[p + 5], r.payload)
+        ndd = ndd + 2
+      else
+        local due = now + tonumber(ARGV[p + 3])
+        local err = r.err
+        if kind == '2' then
+          if attempt > 0 then
+            attempt = attempt - 1
+          end
+        else
+          err = ARGV[p + 5]
+        end
+        hset[nh + 1] = id
+        hset[nh + 2] = record(attempt, due, err, r.payload)
+        zadd[nh + 1] = due
+        zadd[nh + 2] = id
+        nh = nh + 2
+        if not earliest or due < earliest then
+          earliest = due
+        end
       end
     end
   end
 end
-if #unlease > 0 then
+-- the head before this call's writes: a wake-up is sent only when a retry
+-- or snooze becomes the new head
+local old
+if earliest then
+  old = head(KEYS[1])
+end
+if nu > 0 then
   batched('HDEL', KEYS[3], unlease)
 end
-if #del > 0 then
+if nd > 0 then
   batched('HDEL', KEYS[2], del)
   batched('ZREM', KEYS[1], del)
 end
-if #hset > 0 then
+if nh > 0 then
   batched('HSET', KEYS[2], hset)
   batched('ZADD', KEYS[1], zadd)
 end
-if #dhset > 0 then
+if ndd > 0 then
   batched('ZADD', KEYS[4], dzadd)
   batched('HSET', KEYS[5], dhset)
 end
