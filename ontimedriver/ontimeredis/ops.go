@@ -329,12 +329,14 @@ func parseRecord(s string) (record, bool) {
 	return record{attempt: a, due: due, err: rest[:el], payload: []byte(rest[el:])}, true
 }
 
-// parseLease reads a lease entry, <token>,<attempt>.
+// parseLease reads a lease entry, <token>,<attempt>,<padding> (or, as
+// written before the padding, <token>,<attempt>).
 func parseLease(s string) (token string, attempt int, ok bool) {
-	token, a, ok := strings.Cut(s, ",")
+	token, rest, ok := strings.Cut(s, ",")
 	if !ok {
 		return "", 0, false
 	}
+	a, _, _ := strings.Cut(rest, ",")
 	n, err := strconv.Atoi(a)
 	return token, n, err == nil
 }

@@ -637,3 +637,93 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 	}
 	return out
 }
+
+// TestLeaseEntriesKeepHashTable: lease entries are padded past Redis's
+// hash-max-listpack-value, so the lease hash is a hash table from the first
+// claim on (in the compact listpack encoding every lease lookup scans all
+// leases in flight); the entry still starts with "<token>,<attempt>,".
+func TestLeaseEntriesKeepHashTable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rdb := redistest.NewClient(t)
+	d := newDriver(t, ontimeredis.Options{})
+	lease := d.Options().Prefix + "{h}:lease"
+	if _, err := d.Schedule(ctx, "h", []ontimedriver.NewTimer{{ID: "a", Payload: []byte("x")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := d.Claim(ctx, "h", 10, time.Minute)
+	if err != nil || len(cl.Timers) != 1 {
+		t.Fatalf("claim: %v %v", cl, err)
+	}
+	entry, err := rdb.HGet(ctx, lease, "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := cl.Timers[0].Token + ",1,"; !strings.HasPrefix(entry, want) || len(entry) <= 64 {
+		t.Errorf("lease entry %q: want prefix %q and more than 64 bytes", entry, want)
+	}
+	cfg, err := rdb.ConfigGet(ctx, "hash-max-listpack-value").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, err := strconv.Atoi(cfg["hash-max-listpack-value"])
+	if err != nil {
+		t.Fatalf("hash-max-listpack-value %q: %v", cfg["hash-max-listpack-value"], err)
+	}
+	enc, err := rdb.ObjectEncoding(ctx, lease).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hashtable"; len(entry) > limit && enc != want {
+		t.Errorf("lease hash encoding %q with entries of %d bytes (hash-max-listpack-value %d), want %q", enc, len(entry), limit, want)
+	}
+}
+
+// TestUnpaddedLeaseEntriesRead: lease entries written before the padding,
+// "<token>,<attempt>", are still honoured: Get reports the lease's attempt,
+// Extend and Settle accept its token, and an expired one carries its
+// attempt into the next claim.
+func TestUnpaddedLeaseEntriesRead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rdb := redistest.NewClient(t)
+	d := newDriver(t, ontimeredis.Options{})
+	p := d.Options().Prefix
+	if _, err := d.Schedule(ctx, "u", []ontimedriver.NewTimer{{ID: "a", Payload: []byte("x")}, {ID: "b", Payload: []byte("y")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := d.Claim(ctx, "u", 10, time.Minute)
+	if err != nil || len(cl.Timers) != 2 {
+		t.Fatalf("claim: %v %v", cl, err)
+	}
+	tok := map[string]string{}
+	for _, ct := range cl.Timers {
+		tok[ct.ID] = ct.Token
+		// as the previous version wrote it, with attempt 3
+		rdb.HSet(ctx, p+"{u}:lease", ct.ID, ct.Token+",3")
+	}
+	ti, err := d.Get(ctx, "u", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ti.State != ontimedriver.StateLeased || ti.Attempt != 3 {
+		t.Errorf("Get: state %v attempt %d, want leased, 3", ti.State, ti.Attempt)
+	}
+	ext, err := d.Extend(ctx, "u", []ontimedriver.Lease{{ID: "a", Token: tok["a"]}}, time.Minute)
+	if err != nil || ext[0] != nil {
+		t.Fatalf("extend: %v %v", ext, err)
+	}
+	res, err := d.Settle(ctx, "u", []ontimedriver.Settlement{{Lease: ontimedriver.Lease{ID: "a", Token: tok["a"]}, Kind: ontimedriver.Retry, Error: "e"}})
+	if err != nil || res[0] != nil {
+		t.Fatalf("settle: %v %v", res, err)
+	}
+	if ti, err = d.Get(ctx, "u", "a"); err != nil || ti.Attempt != 3 || ti.LastError != "e" {
+		t.Errorf("Get after retry: %+v %v, want attempt 3, last error e", ti, err)
+	}
+	// b's lease expires: the next claim counts on from its attempt.
+	rdb.ZAdd(ctx, p+"{u}:due", redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: "b"})
+	cl, err = d.Claim(ctx, "u", 1, time.Minute)
+	if err != nil || len(cl.Timers) != 1 || cl.Timers[0].ID != "b" || cl.Timers[0].Attempt != 4 {
+		t.Fatalf("claim after expiry: %+v %v, want b at attempt 4", cl, err)
+	}
+}

@@ -10,7 +10,7 @@
 --
 -- This script runs for every batch a worker takes, so its per-timer work
 -- is kept small: counters instead of #t, one string built per timer (the
--- lease entry), numbers concatenated directly where they cannot reach
+-- padded lease entry), numbers concatenated directly where they cannot reach
 -- Lua's 14-digit %.14g limit.
 local now = now_ms()
 local deadline = now + tonumber(ARGV[2])
@@ -49,7 +49,7 @@ if nids > 0 then
       -- an expired lease carries the attempts counted since the record
       local l = leases[i]
       if l then
-        a = string.match(l, ',(%d+)$') or a
+        a = string.match(l, '^[^,]*,(%d+)') or a
       end
       local attempt = tonumber(a) + 1
       local token = seq + k
@@ -58,7 +58,7 @@ if nids > 0 then
         token = fmt(token)
       end
       lset[nl + 1] = id
-      lset[nl + 2] = token .. ',' .. attempt
+      lset[nl + 2] = token .. ',' .. attempt .. LEASE_PAD
       zadd[nl + 1] = dl
       zadd[nl + 2] = id
       nl = nl + 2

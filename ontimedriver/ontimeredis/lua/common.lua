@@ -3,8 +3,14 @@
 --   <attempt>,<dueMs>,<errLen>:<err bytes><envelope bytes>
 -- and is written when a timer is scheduled, retried, snoozed or replayed,
 -- never by a claim. While a timer is leased the lease hash holds
---   <token>,<attempt>
--- (the attempt counted by the claims since the record was written).
+--   <token>,<attempt>,<padding>
+-- (the attempt counted by the claims since the record was written). The
+-- padding makes every entry longer than Redis's hash-max-listpack-value
+-- (64), so the lease hash is a hash table, never the compact listpack
+-- whose every lookup scans the whole list; entries written before the
+-- padding, <token>,<attempt>, are read the same way.
+local LEASE_PAD = ',' .. string.rep('.', 64)
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -43,10 +49,16 @@ local function record(attempt, due, err, payload)
   return fmt(attempt) .. ',' .. fmt(due) .. ',' .. #err .. ':' .. err .. payload
 end
 
+-- lease_attempt returns the attempt of a lease entry whose token takes
+-- its first n bytes (the comma after the token included).
+local function lease_attempt(entry, n)
+  return tonumber(string.match(entry, '^%d+', n + 1))
+end
+
 -- held reports whether a lease entry carries token, and its attempt.
 local function held(entry, token)
   if not entry or token == '' or string.sub(entry, 1, #token + 1) ~= token .. ',' then
     return false
   end
-  return true, tonumber(string.sub(entry, #token + 2))
+  return true, lease_attempt(entry, #token + 1)
 end

@@ -49,7 +49,7 @@ for j = 1, n do
     del[nd] = id
   else
     local kind, p = kinds[j], pos[j]
-    local attempt = tonumber(string.sub(l, #tok + 1))
+    local attempt = lease_attempt(l, #tok)
     local rec = redis.call('HGET', KEYS[2], id)
     local r = attempt and rec and parse(rec)
     if not r then
