@@ -28,8 +28,9 @@ type runner struct {
 	// stopClaims is closed to stop the claim loop; claimDone when it has.
 	stopClaims chan struct{}
 	claimDone  chan struct{}
-	// hctx is the parent of every handler context; cancelled when a
-	// shutdown runs out of time.
+	// hctx is cancelled when a shutdown runs out of time (it bounds the
+	// heartbeat); the handlers' contexts are cancelled with it, one by one
+	// (cancelHandlers).
 	hctx       context.Context
 	cancelHctx context.CancelFunc
 	forced     atomic.Bool
@@ -79,6 +80,7 @@ func (r *runner) stop(ctx context.Context) error {
 		err = ctx.Err()
 		r.forced.Store(true)
 		r.cancelHctx()
+		r.cancelHandlers()
 		// Handlers that ignore their context are abandoned after a grace
 		// period: their leases expire and the timers are delivered again.
 		select {
@@ -95,6 +97,15 @@ func (r *runner) stop(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	return err
+}
+
+// cancelHandlers cancels the context of every running handler.
+func (r *runner) cancelHandlers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for d := range r.inflight {
+		d.cancel()
+	}
 }
 
 func (r *runner) stopping() bool {
@@ -310,7 +321,12 @@ type delivery struct {
 func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, localNow, storeNow time.Time) {
 	d := &delivery{r: r, t: *t}
 	d.deadline.Store(localNow.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
-	d.ctx, d.cancel = context.WithCancel(r.hctx)
+	// Not a child of hctx: a child would be added to and removed from
+	// hctx's set of children (one lock for all of the topic's handlers)
+	// per delivery. A stop that runs out of time cancels the running
+	// handlers itself (cancelHandlers); the claim loop has ended by then,
+	// so no delivery starts after it.
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 	r.mu.Lock()
 	r.inflight[d] = struct{}{}
 	r.mu.Unlock()

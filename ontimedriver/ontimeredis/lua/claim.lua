@@ -25,6 +25,8 @@ if nids > 0 then
   -- tokens below 1e14 print exactly with '..' (%.14g); fmt beyond
   local exact = seq + nids < 1e14
   local dl = fmt(deadline)
+  -- attempt numbers as strings, each printed once (most are 1)
+  local astr = {}
   local gone, lset, zadd = {}, {}, {}
   local ng, nl, no, k = 0, 0, 4, 0
   for i = 1, nids do
@@ -58,7 +60,12 @@ if nids > 0 then
         token = fmt(token)
       end
       lset[nl + 1] = id
-      lset[nl + 2] = token .. ',' .. attempt .. LEASE_PAD
+      local as = astr[attempt]
+      if not as then
+        as = fmt(attempt)
+        astr[attempt] = as
+      end
+      lset[nl + 2] = token .. ',' .. as .. LEASE_PAD
       zadd[nl + 1] = dl
       zadd[nl + 2] = id
       nl = nl + 2

@@ -12,29 +12,50 @@ if #ids > 0 then
   local envs = redis.call('HMGET', KEYS[2], unpack(ids))
   local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   local gone, zadd = {}, {}
-  for i, id in ipairs(ids) do
-    local env = envs[i]
+  local ng, nz, no = 0, 0, 2
+  -- Every deadline is base + tag, base a whole millisecond: its score is
+  -- the base's seconds and milliseconds, printed once, then the tag's three
+  -- digits. Tags and the due milliseconds of the scores seen are printed
+  -- once each (a batch's timers mostly share them).
+  local base = lease_us(now, tonumber(ARGV[2]), 0)
+  local bs = math.floor(base / 1000000)
+  local prefix = string.format('%.0f.%03d', bs, (base - bs * 1000000) / 1000)
+  local tagstr, duems = {}, {}
+  for i = 1, #ids do
+    local id, env = ids[i], envs[i]
     if not env then
       -- an orphan: an id without a body is removed, as Python does.
-      gone[#gone + 1] = id
+      ng = ng + 1
+      gone[ng] = id
     else
       local old = scores[i]
       local old_us = to_us(old)
       local tag = next_tag(old_us, now)
-      local deadline = lease_us(now, tonumber(ARGV[2]), tag)
-      zadd[#zadd + 1] = secs(deadline)
-      zadd[#zadd + 1] = id
-      out[#out + 1] = id
-      out[#out + 1] = tag .. ':' .. fmt(math.floor(old_us / 1000))
-      out[#out + 1] = old
-      out[#out + 1] = deadline
-      out[#out + 1] = env
+      local ts = tagstr[tag]
+      if not ts then
+        ts = string.format('%03d', tag)
+        tagstr[tag] = ts
+      end
+      local dm = duems[old]
+      if not dm then
+        dm = fmt(math.floor(old_us / 1000))
+        duems[old] = dm
+      end
+      zadd[nz + 1] = prefix .. ts
+      zadd[nz + 2] = id
+      nz = nz + 2
+      out[no + 1] = id
+      out[no + 2] = tag .. ':' .. dm
+      out[no + 3] = old
+      out[no + 4] = base + tag
+      out[no + 5] = env
+      no = no + 5
     end
   end
-  if #gone > 0 then
+  if ng > 0 then
     redis.call('ZREM', KEYS[1], unpack(gone))
   end
-  if #zadd > 0 then
+  if nz > 0 then
     redis.call('ZADD', KEYS[1], unpack(zadd))
   end
 end

@@ -28,9 +28,10 @@ if ifabsent then
 end
 local n, m = 0, 0
 local seen = {}
--- timers of one batch mostly share a due time: its record header is
--- built once
-local hdue, hdr
+-- timers of one batch mostly share a due time: its record header and its
+-- score (a string: Redis would print a Lua number with %.17g for every
+-- timer) are built once
+local hdue, hdr, score
 for i = 3, nargs, 3 do
   n = n + 1
   local id = ARGV[i]
@@ -48,13 +49,14 @@ for i = 3, nargs, 3 do
       seen[id] = true
     end
     if due ~= hdue then
-      hdue, hdr = due, '0,' .. fmt(due) .. ',0:'
+      score = fmt(due)
+      hdue, hdr = due, '0,' .. score .. ',0:'
     end
     m = m + 1
     ids[m] = id
     hset[2 * m - 1] = id
     hset[2 * m] = hdr .. ARGV[i + 2]
-    zadd[2 * m - 1] = due
+    zadd[2 * m - 1] = score
     zadd[2 * m] = id
     if not earliest or due < earliest then
       earliest = due
