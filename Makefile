@@ -39,6 +39,8 @@ staticcheck:
 
 race:
 	@for m in $(MODULES); do echo "== go test -race $$m"; (cd $$m && $(GO) test -race -timeout 15m ./...) || exit 1; done
+	@echo "== go test (no -race: checkptr would stop it) the embedded store reading damaged files unchecked"
+	$(GO) test -count=1 -run 'TestFlippedBytesAnywhere' ./ontimedriver/ontimebolt/
 
 ## fuzz: a short run of every fuzz target (go test -fuzz) of every module, FUZZTIME each (default 30s).
 FUZZTIME ?= 30s
