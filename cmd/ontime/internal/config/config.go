@@ -159,6 +159,27 @@ func (c *Config) LoadFile(path string) error {
 		}
 		return fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
+	// A zero max_attempts left out means the default; written out, it
+	// would mean "never deliver", which nobody means: refuse it.
+	var raw map[string]any
+	for _, k := range md.Keys() {
+		if len(k) == 0 || k[len(k)-1] != "max_attempts" {
+			continue
+		}
+		if raw == nil {
+			if _, err := toml.DecodeFile(path, &raw); err != nil {
+				return fmt.Errorf("config %s: %w", path, err)
+			}
+		}
+		var v any = raw
+		for _, part := range k {
+			m, _ := v.(map[string]any)
+			v = m[part]
+		}
+		if n, ok := v.(int64); ok && n == 0 {
+			return fmt.Errorf("config %s: %s = 0: a timer needs at least 1 delivery; leave the key out for the default (25), or write -1 to retry forever", path, k)
+		}
+	}
 	return nil
 }
 
