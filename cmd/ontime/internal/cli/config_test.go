@@ -105,8 +105,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"stream without redis", nil, []string{"--config", write("e.toml", "[topics.t.target]\ntype = \"redis-stream\"\n")}, "target.redis"},
 		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},
 		{"retry max_attempts below -1", nil, []string{"--config", write("h.toml", "[topics.t]\nretry = { max_attempts = -2 }\n")}, "retry.max_attempts -2"},
-		{"retry max_attempts 0 in a topic", nil, []string{"--config", write("j.toml", "[topics.t]\nretry = { max_attempts = 0 }\n")}, "topics.t.retry.max_attempts = 0"},
-		{"retry max_attempts 0 in defaults", nil, []string{"--config", write("k.toml", "[defaults.retry]\nmax_attempts = 0\n")}, "defaults.retry.max_attempts = 0"},
+		{"retry max_attempts 0 in a topic", nil, []string{"--config", write("j.toml", "[topics.t]\nretry = { max_attempts = 0 }\n")}, `"topics.t.retry.max_attempts"): 0: a timer needs at least 1 delivery`},
+		{"retry max_attempts 0 in defaults", nil, []string{"--config", write("k.toml", "[defaults.retry]\nmax_attempts = 0\n")}, `"defaults.retry.max_attempts"): 0:`},
 		{"retry min above max", nil, []string{"--config", write("i.toml", "[topics.t]\nretry = { min_delay = \"2s\", max_delay = \"1s\" }\n")}, "retry.min_delay"},
 		{"missing secret env", nil, []string{"--config", write("g.toml", "[topics.t.target]\ntype = \"http\"\nurl = \"http://x\"\nsecret_env = \"ONTIME_TEST_NO_SUCH_VAR\"\n")}, "secret_env"},
 	} {

@@ -90,7 +90,26 @@ type Retry struct {
 	MaxDelay    Duration `toml:"max_delay"`
 	Multiplier  float64  `toml:"multiplier"`
 	Jitter      float64  `toml:"jitter"`
-	MaxAttempts int      `toml:"max_attempts"`
+	MaxAttempts Attempts `toml:"max_attempts"`
+}
+
+// Attempts is retry.max_attempts: >= 1, or -1 to retry forever; left out
+// (0 in the struct) it is the library default. Written out as 0 it is
+// refused while the file is decoded (the error names the key): "no
+// delivery at all" is never what anyone means.
+type Attempts int
+
+// UnmarshalTOML refuses a written 0 and anything but an integer.
+func (a *Attempts) UnmarshalTOML(v any) error {
+	n, ok := v.(int64)
+	switch {
+	case !ok:
+		return fmt.Errorf("want an integer, got %v", v)
+	case n == 0:
+		return errors.New("0: a timer needs at least 1 delivery; leave the key out for the default (25), or write -1 to retry forever")
+	}
+	*a = Attempts(n)
+	return nil
 }
 
 // Target types.
@@ -158,27 +177,6 @@ func (c *Config) LoadFile(path string) error {
 			keys[i] = k.String()
 		}
 		return fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
-	}
-	// A zero max_attempts left out means the default; written out, it
-	// would mean "never deliver", which nobody means: refuse it.
-	var raw map[string]any
-	for _, k := range md.Keys() {
-		if len(k) == 0 || k[len(k)-1] != "max_attempts" {
-			continue
-		}
-		if raw == nil {
-			if _, err := toml.DecodeFile(path, &raw); err != nil {
-				return fmt.Errorf("config %s: %w", path, err)
-			}
-		}
-		var v any = raw
-		for _, part := range k {
-			m, _ := v.(map[string]any)
-			v = m[part]
-		}
-		if n, ok := v.(int64); ok && n == 0 {
-			return fmt.Errorf("config %s: %s = 0: a timer needs at least 1 delivery; leave the key out for the default (25), or write -1 to retry forever", path, k)
-		}
 	}
 	return nil
 }

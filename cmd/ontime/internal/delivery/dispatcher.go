@@ -174,7 +174,7 @@ func (d *Dispatcher) start(topic string) (*topicRun, error) {
 			MaxDelay:    tc.Retry.MaxDelay.D(),
 			Multiplier:  tc.Retry.Multiplier,
 			Jitter:      tc.Retry.Jitter,
-			MaxAttempts: tc.Retry.MaxAttempts,
+			MaxAttempts: int(tc.Retry.MaxAttempts),
 		},
 	}
 	if err := ontime.Handle(w, topic, tr.handle, opts); err != nil {

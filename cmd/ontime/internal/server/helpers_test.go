@@ -289,7 +289,7 @@ func hookConfig(topic, url, secret string, maxAttempts int) *config.Config {
 		topic: {
 			Retry: config.Retry{
 				MinDelay: config.Duration(50 * time.Millisecond), MaxDelay: config.Duration(50 * time.Millisecond),
-				MaxAttempts: maxAttempts,
+				MaxAttempts: config.Attempts(maxAttempts),
 			},
 			Target: &config.Target{Type: config.TargetHTTP, URL: url, Secret: secret, Timeout: config.Duration(5 * time.Second)},
 		},
