@@ -7,23 +7,7 @@
 -- reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
 local out = {}
-local q, kinds, toks, pos = {}, {}, {}, {}
-local n = 0
-local i = 2
-local nargs = #ARGV
-while i <= nargs do
-  n = n + 1
-  local kind = ARGV[i]
-  kinds[n] = kind
-  q[n] = ARGV[i + 1]
-  toks[n] = ARGV[i + 2]
-  pos[n] = i
-  if kind == '0' then
-    i = i + 3
-  else
-    i = i + 6
-  end
-end
+local n, q, kinds, toks, pos = outcomes()
 local scores = many('ZMSCORE', KEYS[1], q)
 local done = {}
 local del, zadd = {}, {}

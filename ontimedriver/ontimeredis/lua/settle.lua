@@ -11,23 +11,7 @@
 -- small lease entries; the clock and the head are read only when an
 -- outcome needs them.
 local out = {}
-local q, kinds, toks, pos = {}, {}, {}, {}
-local n = 0
-local i = 2
-local nargs = #ARGV
-while i <= nargs do
-  n = n + 1
-  local kind = ARGV[i]
-  kinds[n] = kind
-  q[n] = ARGV[i + 1]
-  toks[n] = ARGV[i + 2]
-  pos[n] = i
-  if kind == '0' then
-    i = i + 3
-  else
-    i = i + 6
-  end
-end
+local n, q, kinds, toks, pos = outcomes()
 -- the token check reads the small lease entries; records are read only
 -- for the outcomes that rewrite them
 local leases = many('HMGET', KEYS[3], q)

@@ -58,3 +58,29 @@ local function batched(cmd, key, args)
     redis.call(cmd, key, unpack(args, i, math.min(i + step - 1, n)))
   end
 end
+
+-- outcomes reads the settle scripts' ARGV from ARGV[2] on: per outcome a
+-- kind (0 ack, 1 retry, 2 snooze, 3 dead), an id and a token, and for every
+-- kind but ack three more values (delay ms, reason, error text). It returns
+-- the count, then the ids, kinds and tokens, and the ARGV index of each
+-- outcome's kind (its extra values follow at +3, +4, +5).
+local function outcomes()
+  local q, kinds, toks, pos = {}, {}, {}, {}
+  local n = 0
+  local i = 2
+  local nargs = #ARGV
+  while i <= nargs do
+    n = n + 1
+    local kind = ARGV[i]
+    kinds[n] = kind
+    q[n] = ARGV[i + 1]
+    toks[n] = ARGV[i + 2]
+    pos[n] = i
+    if kind == '0' then
+      i = i + 3
+    else
+      i = i + 6
+    end
+  end
+  return n, q, kinds, toks, pos
+end
