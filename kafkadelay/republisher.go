@@ -1,0 +1,510 @@
+package kafkadelay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config configures a [Republisher]. Every field states its default.
+type Config struct {
+	// Ladder is the bucket topics to consume. Required.
+	Ladder *Ladder
+	// Group is the consumer group id of the republishers. Required. Run
+	// any number of republishers with the same group; Kafka shares the
+	// bucket partitions among them.
+	Group string
+	// DeadLetterTopic receives bucket records that cannot be delivered:
+	// ontime's headers missing or malformed, or a destination that
+	// refuses the record (unknown topic, record too large, not
+	// authorised). It lives on the bucket cluster. Required.
+	DeadLetterTopic string
+	// Prefetch is how long before a record is due to leave a bucket the
+	// republisher reads it into memory, so that the fetch round trip after
+	// resuming a partition never makes a record late. Default: the
+	// smallest bucket delay, at most 1s. Records of the smallest bucket
+	// are read at once whatever Prefetch is.
+	Prefetch time.Duration
+	// MaxInFlight bounds the records of one partition that are read but
+	// not yet acknowledged by their target (held in memory, or being
+	// produced); past it the partition is paused. Default 10,000.
+	MaxInFlight int
+	// CommitInterval is how often finished offsets are committed; a
+	// crash repeats at most this much work (and what was being produced).
+	// Default 200ms.
+	CommitInterval time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts of a
+	// failed produce (it doubles from RetryMin up to RetryMax). Defaults
+	// 100ms and 5s.
+	RetryMin, RetryMax time.Duration
+	// RevokeWait is how long a revocation (a rebalance, or Run ending)
+	// waits for produces already sent before committing and giving the
+	// partitions up; produces still running after it may be repeated by
+	// the next owner. Default 5s; keep it well under the group's
+	// rebalance timeout (franz-go's default is 60s).
+	RevokeWait time.Duration
+	// DestinationOpts, when not nil, are the options of a second franz-go
+	// client that produces released records to their destinations (a
+	// different cluster than the buckets'). Nil: releases use the bucket
+	// cluster's client.
+	DestinationOpts []kgo.Opt
+	// Observer receives events for metrics. Default: none.
+	Observer Observer
+	// Logger receives a line per rebalance and per failing produce.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Republisher consumes the bucket topics of a [Ladder] and moves each
+// record on when it is due: to the next bucket, or to its destination at
+// its exact due instant. See the package documentation for the design.
+type Republisher struct {
+	cfg      Config
+	prefetch time.Duration
+	cl       *kgo.Client // buckets: consume, reroute, dead letters
+	dest     *kgo.Client // destinations (== cl unless DestinationOpts)
+	obs      Observer
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	parts    map[tp]*partition // owned partitions
+	counters map[tp]*counters  // totals, kept after revocation
+	changed  chan struct{}     // closed and replaced when a produce finishes (revoke waits on it)
+
+	runOnce sync.Once
+}
+
+// tp names a topic partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// NewRepublisher checks cfg and creates the franz-go client with opts (seed
+// brokers, TLS, SASL, client id, ...). The republisher adds what its
+// guarantees need: the consumer group, the bucket topics, manual commits,
+// reading a new group's partitions from the start, an idempotent producer
+// with acks from all in-sync replicas, and its rebalance callbacks; do not
+// pass options that change those. Nothing connects until [Republisher.Run].
+func NewRepublisher(cfg Config, opts ...kgo.Opt) (*Republisher, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	r := &Republisher{
+		cfg:      cfg,
+		prefetch: cfg.Prefetch,
+		obs:      cfg.Observer,
+		log:      cfg.Logger,
+		parts:    make(map[tp]*partition),
+		counters: make(map[tp]*counters),
+		changed:  make(chan struct{}),
+	}
+	all := append([]kgo.Opt(nil), opts...)
+	all = append(all,
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Ladder.Topics()...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(fetchWait(r.prefetch)),
+		kgo.OnPartitionsAssigned(r.onAssigned),
+		kgo.OnPartitionsRevoked(r.onRevoked),
+		kgo.OnPartitionsLost(r.onLost),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordDeliveryTimeout(30*time.Second),
+	)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkadelay: bucket client: %w", err)
+	}
+	r.cl, r.dest = cl, cl
+	if cfg.DestinationOpts != nil {
+		dopts := append(append([]kgo.Opt(nil), cfg.DestinationOpts...),
+			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0), kgo.RecordDeliveryTimeout(30*time.Second))
+		d, err := kgo.NewClient(dopts...)
+		if err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("kafkadelay: destination client: %w", err)
+		}
+		r.dest = d
+	}
+	return r, nil
+}
+
+// fill checks the required fields and sets the defaults.
+func (c *Config) fill() error {
+	if c.Ladder == nil {
+		return fmt.Errorf("%w: Config.Ladder is required", ErrInvalid)
+	}
+	if c.Group == "" {
+		return fmt.Errorf("%w: Config.Group is required", ErrInvalid)
+	}
+	if c.DeadLetterTopic == "" {
+		return fmt.Errorf("%w: Config.DeadLetterTopic is required", ErrInvalid)
+	}
+	if err := ValidTopic(c.DeadLetterTopic); err != nil {
+		return fmt.Errorf("Config.DeadLetterTopic: %w", err)
+	}
+	if _, ok := c.Ladder.Bucket(c.DeadLetterTopic); ok {
+		return fmt.Errorf("%w: Config.DeadLetterTopic %q is a bucket topic", ErrInvalid, c.DeadLetterTopic)
+	}
+	for name, d := range map[string]time.Duration{
+		"Prefetch": c.Prefetch, "CommitInterval": c.CommitInterval,
+		"RetryMin": c.RetryMin, "RetryMax": c.RetryMax, "RevokeWait": c.RevokeWait,
+	} {
+		if d < 0 {
+			return fmt.Errorf("%w: Config.%s is negative (%v)", ErrInvalid, name, d)
+		}
+	}
+	if c.MaxInFlight < 0 {
+		return fmt.Errorf("%w: Config.MaxInFlight is negative (%d)", ErrInvalid, c.MaxInFlight)
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = min(c.Ladder.Smallest(), time.Second)
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 10000
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = 200 * time.Millisecond
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = 100 * time.Millisecond
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = 5 * time.Second
+	}
+	if c.RetryMax < c.RetryMin {
+		return fmt.Errorf("%w: Config.RetryMax (%v) is less than RetryMin (%v)", ErrInvalid, c.RetryMax, c.RetryMin)
+	}
+	if c.RevokeWait == 0 {
+		c.RevokeWait = 5 * time.Second
+	}
+	if c.Observer == nil {
+		c.Observer = BaseObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// fetchWait is the broker's long-poll wait: half the prefetch, so that a
+// partition resumed while another fetch is waiting on the same broker is
+// read well before its records are due (at most 500ms, at least 10ms).
+func fetchWait(prefetch time.Duration) time.Duration {
+	return min(max(prefetch/2, 10*time.Millisecond), 500*time.Millisecond)
+}
+
+// Run consumes the bucket topics until ctx is done, then stops: it gives
+// up its partitions (waiting up to RevokeWait for produces in flight,
+// committing what is finished) and closes its clients. It returns nil
+// after a stop by ctx, or the error that stopped it. A Republisher runs
+// once.
+func (r *Republisher) Run(ctx context.Context) error {
+	err := errors.New("kafkadelay: Republisher.Run called twice")
+	r.runOnce.Do(func() { err = r.run(ctx) })
+	return err
+}
+
+func (r *Republisher) run(ctx context.Context) error {
+	defer func() {
+		if r.dest != r.cl {
+			r.dest.Close()
+		}
+	}()
+	if err := r.checkTopics(ctx); err != nil {
+		r.cl.Close()
+		return err
+	}
+	commitDone := make(chan struct{})
+	commitCtx, stopCommits := context.WithCancel(context.Background())
+	go func() {
+		defer close(commitDone)
+		r.commitLoop(commitCtx)
+	}()
+	for {
+		fetches := r.cl.PollRecords(ctx, 10000)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			r.cl.AllowRebalance()
+			break
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				r.log.Warn("kafkadelay: fetch error", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		now := time.Now()
+		var acts []action
+		r.mu.Lock()
+		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
+			p := r.parts[tp{f.Topic, f.Partition}]
+			if p == nil || len(f.Records) == 0 {
+				return
+			}
+			for _, rec := range f.Records {
+				r.add(p, rec, now)
+			}
+			acts = r.pump(p, now, acts)
+		})
+		r.mu.Unlock()
+		r.cl.AllowRebalance()
+		r.do(acts)
+	}
+	stopCommits()
+	<-commitDone
+	// Close leaves the group: onRevoked runs for every partition, waits
+	// for the produces in flight and commits, before the producer stops.
+	r.cl.Close()
+	return nil
+}
+
+// checkTopics fails when a bucket topic or the dead-letter topic does not
+// exist, naming it, rather than consuming nothing or dead-lettering into
+// the void.
+func (r *Republisher) checkTopics(ctx context.Context) error {
+	want := append(r.cfg.Ladder.Topics(), r.cfg.DeadLetterTopic)
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range want {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, mt)
+	}
+	var resp *kmsg.MetadataResponse
+	var err error
+	for attempt := 0; ; attempt++ {
+		resp, err = req.RequestWith(ctx, r.cl)
+		if err == nil || attempt == 2 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("kafkadelay: reading the bucket topics' metadata: %w", err)
+	}
+	var missing []string
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || len(t.Partitions) == 0 {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kafkadelay: topics missing on the bucket cluster (create them first): %q", missing)
+	}
+	return nil
+}
+
+// commitLoop commits finished offsets every CommitInterval.
+func (r *Republisher) commitLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		offsets, parts := r.committable(nil)
+		r.mu.Unlock()
+		r.commit(ctx, offsets, parts)
+	}
+}
+
+// committable returns the offsets to commit for the given partitions (all
+// owned ones if ps is nil): those whose finished prefix moved past the last
+// commit. r.mu is held.
+func (r *Republisher) committable(ps []*partition) (map[string]map[int32]kgo.EpochOffset, []*partition) {
+	if ps == nil {
+		for _, p := range r.parts {
+			ps = append(ps, p)
+		}
+	}
+	var offsets map[string]map[int32]kgo.EpochOffset
+	var out []*partition
+	for _, p := range ps {
+		if !p.hasNext || p.next.Offset <= p.committed {
+			continue
+		}
+		if offsets == nil {
+			offsets = make(map[string]map[int32]kgo.EpochOffset)
+		}
+		if offsets[p.topic] == nil {
+			offsets[p.topic] = make(map[int32]kgo.EpochOffset)
+		}
+		offsets[p.topic][p.id] = p.next
+		out = append(out, p)
+	}
+	return offsets, out
+}
+
+// commit commits offsets and records them on parts when the broker
+// accepted them.
+func (r *Republisher) commit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, parts []*partition) {
+	if len(offsets) == 0 {
+		return
+	}
+	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				r.log.Warn("kafkadelay: commit failed", "err", err)
+			}
+			return
+		}
+		ok := make(map[tp]bool)
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					ok[tp{t.Topic, p.Partition}] = true
+				}
+			}
+		}
+		r.mu.Lock()
+		for _, p := range parts {
+			if ok[tp{p.topic, p.id}] {
+				if o := offsets[p.topic][p.id].Offset; o > p.committed {
+					p.committed = o
+				}
+			}
+		}
+		r.mu.Unlock()
+	})
+}
+
+// onAssigned starts tracking newly assigned partitions.
+func (r *Republisher) onAssigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	r.mu.Lock()
+	for topic, ps := range assigned {
+		idx := r.cfg.Ladder.index(topic)
+		for _, id := range ps {
+			k := tp{topic, id}
+			r.parts[k] = newPartition(topic, id, r.cfg.Ladder.buckets[idx], idx == 0)
+			if r.counters[k] == nil {
+				r.counters[k] = new(counters)
+			}
+		}
+	}
+	r.mu.Unlock()
+	// A partition paused by an earlier owner of this client (paused
+	// state outlives rebalances in franz-go) must fetch again.
+	cl.ResumeFetchPartitions(assigned)
+	r.log.Info("kafkadelay: partitions assigned", "partitions", describe(assigned))
+	r.obs.Rebalanced(Rebalance{Kind: "assigned", Partitions: assigned})
+}
+
+// onRevoked gives partitions up: it stops their timers and takes no new
+// record, waits up to RevokeWait for the produces already sent, commits
+// the finished prefix, drops what is held and resumes the partitions.
+func (r *Republisher) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	r.giveUp(ctx, cl, revoked, "revoked")
+}
+
+// onLost drops partitions that another member may already own: nothing
+// is committed (the commit would fail or rewind the new owner's).
+func (r *Republisher) onLost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	r.giveUp(ctx, cl, lost, "lost")
+}
+
+func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[string][]int32, kind string) {
+	if len(gone) == 0 {
+		return
+	}
+	r.mu.Lock()
+	var ps []*partition
+	for topic, ids := range gone {
+		for _, id := range ids {
+			if p := r.parts[tp{topic, id}]; p != nil {
+				p.stop()
+				ps = append(ps, p)
+			}
+		}
+	}
+	r.mu.Unlock()
+
+	if kind == "revoked" {
+		deadline := time.Now().Add(r.cfg.RevokeWait)
+		for {
+			r.mu.Lock()
+			busy := 0
+			for _, p := range ps {
+				busy += p.producing
+			}
+			changed := r.changed
+			r.mu.Unlock()
+			wait := time.Until(deadline)
+			if busy == 0 || wait <= 0 {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-changed:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+
+	r.mu.Lock()
+	var offsets map[string]map[int32]kgo.EpochOffset
+	var committing []*partition
+	if kind == "revoked" {
+		offsets, committing = r.committable(ps)
+	}
+	ev := Rebalance{Kind: kind, Partitions: gone}
+	for _, p := range ps {
+		dropped, unacked := p.drop()
+		ev.Dropped += dropped
+		ev.Unacked += unacked
+		delete(r.parts, tp{p.topic, p.id})
+	}
+	r.mu.Unlock()
+
+	cl.ResumeFetchPartitions(gone)
+	if kind == "revoked" && len(offsets) > 0 {
+		r.commit(ctx, offsets, committing)
+		ev.Committed = make(map[string]map[int32]int64)
+		for t, m := range offsets {
+			ev.Committed[t] = make(map[int32]int64)
+			for id, o := range m {
+				ev.Committed[t][id] = o.Offset
+			}
+		}
+	}
+	r.log.Info("kafkadelay: partitions "+kind, "partitions", describe(gone),
+		"committed", len(committing), "dropped", ev.Dropped, "unacked", ev.Unacked)
+	r.obs.Rebalanced(ev)
+}
+
+// describe prints a partition map as "topic[0 1 2] topic2[0]".
+func describe(m map[string][]int32) string {
+	s := ""
+	for t, ps := range m {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("%s%v", t, ps)
+	}
+	return s
+}
+
+// signal wakes the revocations waiting for produces. r.mu is held.
+func (r *Republisher) signal() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
