@@ -48,9 +48,11 @@ func (BaseObserver) Rebalanced(Rebalance) {}
 
 // Release describes a record delivered to its destination.
 type Release struct {
-	// Source is the bucket topic and partition the record was read from.
+	// Source, Partition and Offset are the bucket record that was
+	// released.
 	Source    string
 	Partition int32
+	Offset    int64
 	// Destination is the topic it was produced to.
 	Destination string
 	// ID is the delivery id.
@@ -74,6 +76,8 @@ type ProduceFailure struct {
 	// Source is the bucket topic and partition the record was read from.
 	Source    string
 	Partition int32
+	// Offset is the bucket record's offset.
+	Offset int64
 	// Target is the topic the produce was for.
 	Target string
 	// Attempt counts the failures of this record's produce, from 1.
@@ -101,9 +105,13 @@ type Rebalance struct {
 	// Committed is the offsets committed for revoked partitions (next
 	// offset to read, by topic and partition).
 	Committed map[string]map[int32]int64
-	// Dropped counts records the revoked or lost partitions held in
-	// memory (fetched, or waiting for their instant) without having
-	// produced them: the next owner reads them again.
+	// HandedOff counts records a revoked partition held in memory,
+	// waiting for their instant, that were produced to the bucket their
+	// remaining delay routes them to (or to their destination, if due) so
+	// that the offsets behind them could be committed.
+	HandedOff int
+	// Dropped counts records fetched but not taken, and records held by
+	// a lost partition: the next owner reads them again.
 	Dropped int
 	// Unacked counts records whose produce was not acknowledged when the
 	// partitions were given up: they may reach their target as well as

@@ -22,11 +22,13 @@ type partition struct {
 	inflight  []*entry // taken, not finished, in offset order (finished ones are popped from the front)
 	pending   int      // entries in inflight that are not finished
 	producing int      // entries whose produce is in flight
-	blocked   *entry   // an entry whose produce failed: nothing is taken until it succeeds
+	failing   int      // entries whose produce failed and waits for a retry: nothing is taken meanwhile
+	errors    int      // produce errors since the partition started failing (for the log)
 	paused    bool
 	wake      *time.Timer
 	wakeAt    time.Time
-	stopped   bool // revoked or lost: timers and callbacks do nothing
+	stopped   bool // being given up: no record is taken, timers do nothing
+	gone      bool // given up: produce callbacks do nothing
 
 	hasNext   bool
 	next      kgo.EpochOffset // the offset after the finished prefix
@@ -122,7 +124,7 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 	if p.stopped {
 		return acts
 	}
-	for p.blocked == nil && len(p.buf) > 0 && p.pending < r.cfg.MaxInFlight {
+	for p.failing == 0 && len(p.buf) > 0 && p.pending < r.cfg.MaxInFlight {
 		it := &p.buf[0]
 		var step time.Time
 		if it.err == nil {
@@ -144,7 +146,7 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 	if len(p.buf) == 0 {
 		p.buf = nil // let the backing array go
 	}
-	r.setPaused(p, p.blocked != nil || len(p.buf) > 0 || p.pending >= r.cfg.MaxInFlight)
+	r.setPaused(p, p.failing > 0 || len(p.buf) > 0 || p.pending >= r.cfg.MaxInFlight)
 	return acts
 }
 
@@ -265,7 +267,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 	p := e.p
 	p.producing--
 	r.signal()
-	if p.stopped {
+	if p.gone {
 		r.mu.Unlock()
 		return
 	}
@@ -273,24 +275,31 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 	if err != nil {
 		e.attempts++
 		c.errors++
-		fail := ProduceFailure{Source: p.topic, Partition: p.id, Target: e.out.Topic, Attempt: e.attempts, Err: err}
+		p.errors++
+		fail := ProduceFailure{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Target: e.out.Topic, Attempt: e.attempts, Err: err}
 		var acts []action
-		if reason := undeliverable(err); e.kind == release && reason != "" {
+		first := false
+		switch reason := undeliverable(err); {
+		case p.stopped:
+			// Being given up: the next owner reads the record again.
+			e.state = backoff
+		case e.kind == release && reason != "":
 			// The destination cannot take this record: retrying would
 			// block the partition for ever.
 			e.kind, e.reason = deadLetter, trimReason(fmt.Sprintf("destination %q refused the record: %s", e.meta.Destination, reason))
 			acts = r.send(e, nil)
-		} else {
+		default:
 			e.state = backoff
-			p.blocked = e
+			first = p.failing == 0 && p.errors == 1
+			p.failing++
 			r.setPaused(p, true)
 			delay := min(r.cfg.RetryMin<<min(e.attempts-1, 20), r.cfg.RetryMax)
 			e.timer = time.AfterFunc(delay, func() { r.retry(e) })
 		}
 		r.mu.Unlock()
-		if e.attempts == 1 || e.attempts%10 == 0 {
-			r.log.Warn("kafkadelay: produce failed; retrying", "source", p.topic, "partition", p.id,
-				"offset", e.rec.Offset, "target", e.out.Topic, "attempt", e.attempts, "err", err)
+		if first {
+			r.log.Warn("kafkadelay: produce failed; partition paused, retrying with backoff", "source", p.topic, "partition", p.id,
+				"offset", e.rec.Offset, "target", fail.Target, "err", err)
 		}
 		r.obs.ProduceFailed(fail)
 		r.do(acts)
@@ -298,8 +307,10 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 	}
 	e.state = finished
 	p.pending--
-	if p.blocked == e {
-		p.blocked = nil
+	if e.attempts > 0 && p.failing == 0 && p.errors > 0 {
+		r.log.Info("kafkadelay: produce succeeded again; partition resumed", "source", p.topic, "partition", p.id,
+			"target", e.out.Topic, "errors", p.errors)
+		p.errors = 0
 	}
 	switch e.kind {
 	case release:
@@ -322,7 +333,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 
 	switch e.kind {
 	case release:
-		r.obs.Released(Release{Source: p.topic, Partition: p.id, Destination: e.meta.Destination, ID: e.meta.ID,
+		r.obs.Released(Release{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Destination: e.meta.Destination, ID: e.meta.ID,
 			Due: e.meta.Due, Produced: at, Acked: now, Early: early})
 	case reroute:
 		r.obs.Rerouted(p.bucket, e.to)
@@ -344,6 +355,7 @@ func (r *Republisher) retry(e *entry) {
 	}
 	e.state = inProduce
 	e.p.producing++
+	e.p.failing--
 	acts := []action{{e: e, cl: cl, rec: e.out}}
 	r.mu.Unlock()
 	r.do(acts)
@@ -380,9 +392,8 @@ func (p *partition) popFinished() {
 	}
 }
 
-// stop makes the partition's timers and callbacks do nothing more; no
-// record is taken after it. Produces in flight finish (their callbacks
-// still count p.producing down).
+// stop makes the partition's timers do nothing more and takes no record
+// after it. Produces in flight finish and are counted.
 func (p *partition) stop() {
 	p.stopped = true
 	if p.wake != nil {
@@ -395,9 +406,34 @@ func (p *partition) stop() {
 	}
 }
 
+// handOff produces every record the partition holds in memory to where
+// its remaining delay routes it now (the destination if it is due, else a
+// bucket: the smallest one for less than the smallest delay), so that the
+// offsets behind it can be committed and the next owner does not repeat
+// work already done. Records fetched but not taken are left to be read
+// again. r.mu is held.
+func (r *Republisher) handOff(p *partition, now time.Time, acts []action) ([]action, int) {
+	n := 0
+	for _, e := range p.inflight {
+		if e.state != waiting {
+			continue
+		}
+		n++
+		if rem := e.meta.Due.Sub(now); rem <= 0 {
+			e.kind, e.target = release, e.meta.Due
+		} else {
+			b, _ := r.cfg.Ladder.Route(rem)
+			e.kind, e.to, e.target = reroute, b, now
+		}
+		acts = r.send(e, acts)
+	}
+	return acts, n
+}
+
 // drop forgets the partition's records: how many were held without being
 // produced, and how many produces were not acknowledged.
 func (p *partition) drop() (dropped, unacked int) {
+	p.gone = true
 	dropped = len(p.buf)
 	for _, e := range p.inflight {
 		switch e.state {
@@ -439,8 +475,13 @@ func (p *partition) headLate(now time.Time) time.Duration {
 			break
 		}
 	}
-	if p.blocked != nil {
-		consider(p.blocked.target)
+	if p.failing > 0 {
+		for _, e := range p.inflight {
+			if e.state == backoff {
+				consider(e.target)
+				break
+			}
+		}
 	}
 	if len(p.buf) > 0 {
 		it := &p.buf[0]

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -366,9 +367,11 @@ func (r *Republisher) commit(ctx context.Context, offsets map[string]map[int32]k
 		ok := make(map[tp]bool)
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if p.ErrorCode == 0 {
-					ok[tp{t.Topic, p.Partition}] = true
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					r.log.Warn("kafkadelay: commit refused", "topic", t.Topic, "partition", p.Partition, "err", err)
+					continue
 				}
+				ok[tp{t.Topic, p.Partition}] = true
 			}
 		}
 		r.mu.Lock()
@@ -421,17 +424,26 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	if len(gone) == 0 {
 		return
 	}
+	ev := Rebalance{Kind: kind, Partitions: gone}
 	r.mu.Lock()
 	var ps []*partition
+	var acts []action
+	now := time.Now()
 	for topic, ids := range gone {
 		for _, id := range ids {
 			if p := r.parts[tp{topic, id}]; p != nil {
 				p.stop()
 				ps = append(ps, p)
+				if kind == "revoked" {
+					var n int
+					acts, n = r.handOff(p, now, acts)
+					ev.HandedOff += n
+				}
 			}
 		}
 	}
 	r.mu.Unlock()
+	r.do(acts)
 
 	if kind == "revoked" {
 		deadline := time.Now().Add(r.cfg.RevokeWait)
@@ -466,7 +478,6 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	if kind == "revoked" {
 		offsets, committing = r.committable(ps)
 	}
-	ev := Rebalance{Kind: kind, Partitions: gone}
 	for _, p := range ps {
 		dropped, unacked := p.drop()
 		ev.Dropped += dropped
@@ -487,7 +498,7 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 		}
 	}
 	r.log.Info("kafkadelay: partitions "+kind, "partitions", describe(gone),
-		"committed", len(committing), "dropped", ev.Dropped, "unacked", ev.Unacked)
+		"committed", len(committing), "handed_off", ev.HandedOff, "dropped", ev.Dropped, "unacked", ev.Unacked)
 	r.obs.Rebalanced(ev)
 }
 
