@@ -11,13 +11,17 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 ## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
 test: deps lint race
 
-## deps: redis-server from Debian's packages when it is missing (tests start their own on a free port).
+## deps: what the tests need from Debian's packages when it is missing: redis-server (tests start their own on
+## a free port) and kcat (librdkafka's client, an independent check of the Kafka republisher).
+DEBIAN_DEPS := redis-server:redis-server kcat:kcat
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server (Debian package)"; \
+	@missing=""; for d in $(DEBIAN_DEPS); do cmd=$${d%%:*}; pkg=$${d##*:}; \
+		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (Debian packages)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; }
-	@command -v redis-server >/dev/null 2>&1 || { echo "redis-server is still missing"; exit 1; }
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
+	@for d in $(DEBIAN_DEPS); do cmd=$${d%%:*}; command -v $$cmd >/dev/null 2>&1 || { echo "$$cmd is still missing"; exit 1; }; done
 
 lint: fmt-check tidy-check vet staticcheck
 

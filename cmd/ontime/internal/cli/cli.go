@@ -121,6 +121,9 @@ or straight to Redis (--redis URL). See docs/server.md.`,
 		newDeadCmd(e),
 		newWatchCmd(e),
 		newBenchAPICmd(e),
+		newRepublishCmd(e),
+		newKafkaScheduleCmd(e),
+		newDevKafkaCmd(e),
 	)
 	return root
 }

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ontime-go/ontime/kafkadelay"
+)
+
+// kafkaConfigFlags are the flags that name a republisher configuration.
+type kafkaConfigFlags struct {
+	file, section string
+}
+
+func (k *kafkaConfigFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&k.file, "config", "", "TOML file with a delay_topics table (see docs/kafka.md)")
+	f.StringVar(&k.section, "section", "", "dotted path of the republisher's table in the file, e.g. default.integration.messaging.republisher (default: the one table with delay_topics)")
+}
+
+func (k *kafkaConfigFlags) load() (*kafkadelay.FileConfig, error) {
+	if k.file == "" {
+		return nil, usageErr("--config FILE is required")
+	}
+	fc, err := kafkadelay.LoadConfig(k.file, k.section)
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, err: err}
+	}
+	return fc, nil
+}
+
+func newRepublishCmd(e *env) *cobra.Command {
+	var (
+		k                kafkaConfigFlags
+		logLevel, logFmt string
+	)
+	cmd := &cobra.Command{
+		Use:   "republish --config FILE",
+		Short: "Run the Kafka republisher: deliver delayed records from the bucket topics when they are due",
+		Long: `republish consumes the bucket topics of a delay_topics ladder (a consumer group:
+run as many as you like) and produces each record to the next bucket, or to its
+destination at its due instant, never before. See docs/kafka.md.`,
+		Example: `  ontime dev-kafka --config kafka.toml &      # a Kafka-protocol cluster on 127.0.0.1:9092, for trying it
+  ontime republish --config kafka.toml
+  ontime republish --config settings.toml --section default.integration.messaging.republisher`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc, err := k.load()
+			if err != nil {
+				return err
+			}
+			log := newLogger(e.stderr, logLevel, logFmt)
+			cfg, opts := fc.Config(nil, log)
+			r, err := kafkadelay.NewRepublisher(cfg, opts...)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			log.Info("ontime republish: starting", "brokers", strings.Join(fc.Brokers, ","), "group", fc.Group,
+				"ladder", fc.Ladder.String(), "dead_letter_topic", fc.DeadLetterTopic)
+			ctx := cmd.Context()
+			if fc.StatsInterval > 0 {
+				statsCtx, stop := context.WithCancel(ctx)
+				defer stop()
+				go logStats(statsCtx, r, fc.StatsInterval, log)
+			}
+			if err := r.Run(ctx); err != nil {
+				return &exitError{code: ExitUnavailable, err: err}
+			}
+			log.Info("ontime republish: stopped")
+			return nil
+		},
+	}
+	k.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&logFmt, "log-format", "text", "text or json")
+	return cmd
+}
+
+// logStats logs a line of totals every interval, and a line for each
+// partition whose head is late.
+func logStats(ctx context.Context, r *kafkadelay.Republisher, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var owned, held, buffered int
+		var released, rerouted, dead, errs, early int64
+		var worst kafkadelay.PartitionStats
+		for _, s := range r.Stats() {
+			if s.Owned {
+				owned++
+				held += s.Held
+				buffered += s.Buffered
+			}
+			released += s.Released
+			rerouted += s.Rerouted
+			dead += s.DeadLettered
+			errs += s.ProduceErrors
+			early += s.ReleasedEarly
+			if s.HeadLate > worst.HeadLate {
+				worst = s
+			}
+		}
+		args := []any{"partitions", owned, "held", held, "buffered", buffered, "released", released,
+			"rerouted", rerouted, "dead_lettered", dead, "produce_errors", errs, "released_early", early}
+		if worst.HeadLate > 0 {
+			args = append(args, "latest_head", worst.Topic+"/"+strconv.Itoa(int(worst.Partition)), "head_late", worst.HeadLate.Round(time.Millisecond))
+		}
+		log.Info("ontime republish: stats", args...)
+	}
+}
+
+func newKafkaScheduleCmd(e *env) *cobra.Command {
+	var (
+		k       kafkaConfigFlags
+		in, at  string
+		key     string
+		headers []string
+	)
+	cmd := &cobra.Command{
+		Use:   "kafka-schedule --config FILE TOPIC VALUE (--in DURATION | --at RFC3339)",
+		Short: "Publish one delayed Kafka record to TOPIC through the bucket topics (VALUE - reads standard input)",
+		Example: `  ontime kafka-schedule --config kafka.toml invoices '{"id":42}' --in 90s --key inv-42
+  ontime kafka-schedule --config kafka.toml reminders "call Bob" --at 2026-12-01T09:00:00Z --header source=cli`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			topic, value := a[0], a[1]
+			if (in == "") == (at == "") {
+				return usageErr("give exactly one of --in and --at")
+			}
+			var due time.Time
+			if in != "" {
+				d, err := time.ParseDuration(in)
+				if err != nil {
+					return usageErr("--in %q: %v", in, err)
+				}
+				due = time.Now().Add(d)
+			} else {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return usageErr("--at %q: want RFC 3339 with a zone, e.g. 2026-11-22T10:15:03Z", at)
+				}
+				due = t
+			}
+			if value == "-" {
+				b, err := io.ReadAll(e.stdin)
+				if err != nil {
+					return err
+				}
+				value = string(b)
+			}
+			rec := &kgo.Record{Topic: topic, Value: []byte(value)}
+			if key != "" {
+				rec.Key = []byte(key)
+			}
+			for _, h := range headers {
+				hk, hv, ok := strings.Cut(h, "=")
+				if !ok || hk == "" {
+					return usageErr("--header %q: want key=value", h)
+				}
+				rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: hk, Value: []byte(hv)})
+			}
+			fc, err := k.load()
+			if err != nil {
+				return err
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(fc.Brokers...), kgo.ClientID(fc.ClientID))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			p, err := kafkadelay.NewProducer(cl, fc.Ladder)
+			if err != nil {
+				return err
+			}
+			routed, err := p.Route(rec, due)
+			if err != nil {
+				return &exitError{code: ExitInvalid, err: err}
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			if err := cl.ProduceSync(ctx, routed).FirstErr(); err != nil {
+				return &exitError{code: ExitUnavailable, err: fmt.Errorf("produce to %s: %w", routed.Topic, err)}
+			}
+			meta, _ := kafkadelay.ParseMeta(routed.Headers)
+			fmt.Fprintf(e.stdout, "%s\tdue %s UTC (%s)\tvia %s\n", meta.ID, humanTime(meta.Due), relative(meta.Due), routed.Topic)
+			return nil
+		},
+	}
+	k.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&in, "in", "", "delay from now, e.g. 90s, 1h30m")
+	f.StringVar(&at, "at", "", "due instant, RFC 3339 with a zone")
+	f.StringVar(&key, "key", "", "record key")
+	f.StringArrayVar(&headers, "header", nil, "record header key=value (repeatable)")
+	return cmd
+}
+
+func newDevKafkaCmd(e *env) *cobra.Command {
+	var (
+		k          kafkaConfigFlags
+		port       int
+		brokers    int
+		partitions int
+		topics     []string
+	)
+	cmd := &cobra.Command{
+		Use:   "dev-kafka [--config FILE]",
+		Short: "Run an in-memory Kafka-protocol cluster on loopback for trying the republisher (franz-go's kfake; not for production)",
+		Long: `dev-kafka starts franz-go's in-process Kafka-protocol cluster (kfake) on 127.0.0.1,
+creates the bucket and dead-letter topics of --config (and --topic ones), lets
+producers create any other topic on first use, and runs until interrupted. Data
+is kept in memory only.`,
+		Example: `  ontime dev-kafka --config kafka.toml --topic invoices`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			seed := slices.Clone(topics)
+			if k.file != "" {
+				fc, err := k.load()
+				if err != nil {
+					return err
+				}
+				seed = append(seed, fc.Ladder.Topics()...)
+				seed = append(seed, fc.DeadLetterTopic)
+			}
+			ports := make([]int, brokers)
+			for i := range ports {
+				ports[i] = port + i
+			}
+			opts := []kfake.Opt{kfake.Ports(ports...), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(partitions)}
+			if len(seed) > 0 {
+				sort.Strings(seed)
+				opts = append(opts, kfake.SeedTopics(int32(partitions), slices.Compact(seed)...))
+			}
+			c, err := kfake.NewCluster(opts...)
+			if err != nil {
+				return &exitError{code: ExitUnavailable, err: fmt.Errorf("starting the cluster: %w", err)}
+			}
+			defer c.Close()
+			fmt.Fprintf(e.stdout, "kafka (kfake, in memory) listening on %s\n", strings.Join(c.ListenAddrs(), ","))
+			if len(seed) > 0 {
+				fmt.Fprintf(e.stdout, "topics (%d partitions each): %s\n", partitions, strings.Join(slices.Compact(seed), " "))
+			}
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	k.add(cmd)
+	f := cmd.Flags()
+	f.IntVar(&port, "port", 9092, "port of the first broker (the others follow)")
+	f.IntVar(&brokers, "brokers", 1, "number of brokers")
+	f.IntVar(&partitions, "partitions", 3, "partitions per topic")
+	f.StringArrayVar(&topics, "topic", nil, "a topic to create (repeatable); others are created when first produced to")
+	return cmd
+}
