@@ -17,6 +17,7 @@ type partition struct {
 	id       int32
 	bucket   Bucket
 	smallest bool // the smallest bucket: records are read at once
+	counters *counters
 
 	buf       []item   // fetched, not taken yet, in offset order
 	inflight  []*entry // taken, not finished, in offset order (finished ones are popped from the front)
@@ -88,9 +89,8 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 	return &partition{topic: topic, id: id, bucket: b, smallest: smallest, committed: -1}
 }
 
-// add appends a fetched record to p's buffer, with what its headers say.
-// r.mu is held.
-func (r *Republisher) add(p *partition, rec *kgo.Record, now time.Time) {
+// parse reads a fetched record's headers into an item. It needs no lock.
+func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
 	it := item{rec: rec, seen: now}
 	it.meta, it.err = ParseMeta(rec.Headers)
 	if it.err == nil {
@@ -99,7 +99,7 @@ func (r *Republisher) add(p *partition, rec *kgo.Record, now time.Time) {
 			it.err = fmt.Errorf("%w: destination %q is a bucket or dead-letter topic", ErrInvalid, dest)
 		}
 	}
-	p.buf = append(p.buf, it)
+	return it
 }
 
 // stepAt is when a record leaves this partition's bucket: its bucket
@@ -124,7 +124,7 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 	if p.stopped {
 		return acts
 	}
-	for p.failing == 0 && len(p.buf) > 0 && p.pending < r.cfg.MaxInFlight {
+	for p.failing == 0 && len(p.buf) > 0 {
 		it := &p.buf[0]
 		var step time.Time
 		if it.err == nil {
@@ -141,12 +141,13 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 		p.buf = p.buf[1:]
 		p.inflight = append(p.inflight, e)
 		p.pending++
+		r.pending++
 		acts = r.advance(e, now, acts)
 	}
 	if len(p.buf) == 0 {
 		p.buf = nil // let the backing array go
 	}
-	r.setPaused(p, p.failing > 0 || len(p.buf) > 0 || p.pending >= r.cfg.MaxInFlight)
+	r.setPaused(p, p.failing > 0 || len(p.buf) > 0)
 	return acts
 }
 
@@ -249,8 +250,12 @@ func (r *Republisher) send(e *entry, acts []action) []action {
 // do issues produces; r.mu is not held (Produce can block when the
 // client's buffer is full, and its callbacks take r.mu).
 func (r *Republisher) do(acts []action) {
+	if len(acts) == 0 {
+		return
+	}
+	now := time.Now()
 	for _, a := range acts {
-		a.rec.Timestamp = time.Now()
+		a.rec.Timestamp = now
 		e := a.e
 		early := e.kind == release && a.rec.Timestamp.Before(e.meta.Due)
 		produced := a.rec.Timestamp
@@ -271,7 +276,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		r.mu.Unlock()
 		return
 	}
-	c := r.counters[tp{p.topic, p.id}]
+	c := p.counters
 	if err != nil {
 		e.attempts++
 		c.errors++
@@ -307,6 +312,8 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 	}
 	e.state = finished
 	p.pending--
+	r.pending--
+	r.wakePoll()
 	if e.attempts > 0 && p.failing == 0 && p.errors > 0 {
 		r.log.Info("kafkadelay: produce succeeded again; partition resumed", "source", p.topic, "partition", p.id,
 			"target", e.out.Topic, "errors", p.errors)

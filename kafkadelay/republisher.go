@@ -32,9 +32,13 @@ type Config struct {
 	// smallest bucket delay, at most 1s. Records of the smallest bucket
 	// are read at once whatever Prefetch is.
 	Prefetch time.Duration
-	// MaxInFlight bounds the records of one partition that are read but
-	// not yet acknowledged by their target (held in memory, or being
-	// produced); past it the partition is paused. Default 10,000.
+	// MaxInFlight bounds the records taken from all partitions and not
+	// yet acknowledged by their target (held in memory, or being
+	// produced). While it is reached the republisher does not poll
+	// (franz-go keeps at most one fetch per broker buffered; heartbeats and
+	// rebalances go on) until produces finish. Records fetched behind a
+	// head that is not due are not counted: a partition holds at most one
+	// fetch of them. Default 50,000 (about 60 MB with 100-byte values).
 	MaxInFlight int
 	// CommitInterval is how often finished offsets are committed; a
 	// crash repeats at most this much work (and what was being produced).
@@ -76,7 +80,10 @@ type Republisher struct {
 	mu       sync.Mutex
 	parts    map[tp]*partition // owned partitions
 	counters map[tp]*counters  // totals, kept after revocation
-	changed  chan struct{}     // closed and replaced when a produce finishes (revoke waits on it)
+	changed  chan struct{}     // closed and replaced when a produce finishes while a revocation waits
+	waiting  int               // revocations waiting on changed
+	pending  int               // entries taken and not finished, over all partitions
+	room     chan struct{}     // signalled when pending drops below MaxInFlight
 
 	runOnce sync.Once
 }
@@ -105,6 +112,7 @@ func NewRepublisher(cfg Config, opts ...kgo.Opt) (*Republisher, error) {
 		parts:    make(map[tp]*partition),
 		counters: make(map[tp]*counters),
 		changed:  make(chan struct{}),
+		room:     make(chan struct{}, 1),
 	}
 	all := append([]kgo.Opt(nil), opts...)
 	all = append(all,
@@ -172,7 +180,7 @@ func (c *Config) fill() error {
 		c.Prefetch = min(c.Ladder.Smallest(), time.Second)
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 10000
+		c.MaxInFlight = 50000
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = 200 * time.Millisecond
@@ -233,6 +241,9 @@ func (r *Republisher) run(ctx context.Context) error {
 		r.commitLoop(commitCtx)
 	}()
 	for {
+		if !r.waitRoom(ctx) {
+			break
+		}
 		fetches := r.cl.PollRecords(ctx, 10000)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			r.cl.AllowRebalance()
@@ -243,19 +254,36 @@ func (r *Republisher) run(ctx context.Context) error {
 				r.log.Warn("kafkadelay: fetch error", "topic", topic, "partition", p, "err", err)
 			}
 		})
+		// Headers are parsed before taking the lock, which produce
+		// callbacks need too.
 		now := time.Now()
-		var acts []action
-		r.mu.Lock()
+		type batch struct {
+			key   tp
+			items []item
+		}
+		var batches []batch
 		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
-			p := r.parts[tp{f.Topic, f.Partition}]
-			if p == nil || len(f.Records) == 0 {
+			if len(f.Records) == 0 {
 				return
 			}
-			for _, rec := range f.Records {
-				r.add(p, rec, now)
+			items := make([]item, len(f.Records))
+			for i, rec := range f.Records {
+				items[i] = r.parse(rec, now)
 			}
-			acts = r.pump(p, now, acts)
+			batches = append(batches, batch{tp{f.Topic, f.Partition}, items})
 		})
+		var acts []action
+		r.mu.Lock()
+		for _, b := range batches {
+			if p := r.parts[b.key]; p != nil {
+				if len(p.buf) == 0 {
+					p.buf = b.items
+				} else {
+					p.buf = append(p.buf, b.items...)
+				}
+				acts = r.pump(p, now, acts)
+			}
+		}
 		r.mu.Unlock()
 		r.cl.AllowRebalance()
 		r.do(acts)
@@ -393,10 +421,12 @@ func (r *Republisher) onAssigned(_ context.Context, cl *kgo.Client, assigned map
 		idx := r.cfg.Ladder.index(topic)
 		for _, id := range ps {
 			k := tp{topic, id}
-			r.parts[k] = newPartition(topic, id, r.cfg.Ladder.buckets[idx], idx == 0)
 			if r.counters[k] == nil {
 				r.counters[k] = new(counters)
 			}
+			p := newPartition(topic, id, r.cfg.Ladder.buckets[idx], idx == 0)
+			p.counters = r.counters[k]
+			r.parts[k] = p
 		}
 	}
 	r.mu.Unlock()
@@ -446,30 +476,7 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	r.do(acts)
 
 	if kind == "revoked" {
-		deadline := time.Now().Add(r.cfg.RevokeWait)
-		for {
-			r.mu.Lock()
-			busy := 0
-			for _, p := range ps {
-				busy += p.producing
-			}
-			changed := r.changed
-			r.mu.Unlock()
-			wait := time.Until(deadline)
-			if busy == 0 || wait <= 0 {
-				break
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-changed:
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			t.Stop()
-			if ctx.Err() != nil {
-				break
-			}
-		}
+		r.awaitProduces(ctx, ps, time.Now().Add(r.cfg.RevokeWait))
 	}
 
 	r.mu.Lock()
@@ -479,6 +486,8 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 		offsets, committing = r.committable(ps)
 	}
 	for _, p := range ps {
+		r.pending -= p.pending
+		r.wakePoll()
 		dropped, unacked := p.drop()
 		ev.Dropped += dropped
 		ev.Unacked += unacked
@@ -502,6 +511,36 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	r.obs.Rebalanced(ev)
 }
 
+// awaitProduces waits until the partitions have no produce in flight, the
+// deadline passes or ctx ends.
+func (r *Republisher) awaitProduces(ctx context.Context, ps []*partition, deadline time.Time) {
+	for {
+		r.mu.Lock()
+		busy := 0
+		for _, p := range ps {
+			busy += p.producing
+		}
+		wait := time.Until(deadline)
+		if busy == 0 || wait <= 0 || ctx.Err() != nil {
+			r.mu.Unlock()
+			return
+		}
+		changed := r.changed
+		r.waiting++
+		r.mu.Unlock()
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		r.mu.Lock()
+		r.waiting--
+		r.mu.Unlock()
+	}
+}
+
 // describe prints a partition map as "topic[0 1 2] topic2[0]".
 func describe(m map[string][]int32) string {
 	s := ""
@@ -514,8 +553,41 @@ func describe(m map[string][]int32) string {
 	return s
 }
 
+// waitRoom waits until fewer than MaxInFlight records are taken and
+// unfinished, or ctx ends (false). This is backpressure, not a sleep:
+// rebalances are allowed while it waits (AllowRebalance ran after the last
+// poll), and franz-go heartbeats on its own goroutine.
+func (r *Republisher) waitRoom(ctx context.Context) bool {
+	for {
+		r.mu.Lock()
+		full := r.pending >= r.cfg.MaxInFlight
+		r.mu.Unlock()
+		if !full {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-r.room:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// wakePoll tells a waiting poll loop that a record finished. r.mu is held.
+func (r *Republisher) wakePoll() {
+	if r.pending < r.cfg.MaxInFlight {
+		select {
+		case r.room <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // signal wakes the revocations waiting for produces. r.mu is held.
 func (r *Republisher) signal() {
+	if r.waiting == 0 {
+		return
+	}
 	close(r.changed)
 	r.changed = make(chan struct{})
 }

@@ -35,10 +35,11 @@ const (
 	ScenarioMemory     = "memory"     // used_memory per pending timer
 	ScenarioScale      = "scale"      // claim latency with many pending
 	ScenarioCrash      = "crash"      // redeliveries after SIGKILL
+	ScenarioKafka      = "kafka"      // the Kafka republisher on kfake
 )
 
 // AllScenarios lists every scenario.
-var AllScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash}
+var AllScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash, ScenarioKafka}
 
 // Config sets what Run measures. Zero fields take the defaults given here,
 // which are the full run; Quick returns a configuration for a fast check.
@@ -125,6 +126,20 @@ type Config struct {
 	RiverFetchCooldown time.Duration `json:"river_fetch_cooldown"`
 	RiverFetchPoll     time.Duration `json:"river_fetch_poll"`
 
+	// KafkaN is the number of due records per Kafka throughput run.
+	// Default 200000.
+	KafkaN int `json:"kafka_n"`
+	// KafkaRate, KafkaFor, KafkaDelayMin and KafkaDelayMax shape the Kafka
+	// lateness run: records/s, publishing time, and the uniform delay
+	// range. Defaults 2000/s, 30s, 1s and 30s.
+	KafkaRate     int           `json:"kafka_rate"`
+	KafkaFor      time.Duration `json:"kafka_for"`
+	KafkaDelayMin time.Duration `json:"kafka_delay_min"`
+	KafkaDelayMax time.Duration `json:"kafka_delay_max"`
+	// KafkaMemory is the number of records the republisher holds for the
+	// memory measurement. Default 50000.
+	KafkaMemory int `json:"kafka_memory"`
+
 	// RedisServer is the redis-server binary; default from PATH.
 	RedisServer string `json:"-"`
 	// PGBin is the directory of initdb and postgres; default: PATH, then
@@ -144,6 +159,8 @@ func Quick() Config {
 		LatenessFor: time.Second, Idle: 2 * time.Second, MemoryTimers: 2000,
 		ScaleSizes: []int{1000, 20000}, ScaleClaims: 200, CrashTimers: 500,
 		CrashLease: time.Second, CrashWait: 20 * time.Second, RawOps: 100000, PhaseTimeout: time.Minute,
+		KafkaN: 5000, KafkaRate: 500, KafkaFor: 3 * time.Second, KafkaDelayMin: 500 * time.Millisecond,
+		KafkaDelayMax: 3 * time.Second, KafkaMemory: 5000,
 	}
 }
 
@@ -186,6 +203,12 @@ func (c Config) withDefaults() Config {
 	defD(&c.CrashLease, 2*time.Second)
 	defD(&c.CrashWait, 10*time.Second)
 	def(&c.RawOps, 200_000)
+	def(&c.KafkaN, 200_000)
+	def(&c.KafkaRate, 2000)
+	defD(&c.KafkaFor, 30*time.Second)
+	defD(&c.KafkaDelayMin, time.Second)
+	defD(&c.KafkaDelayMax, 30*time.Second)
+	def(&c.KafkaMemory, 50_000)
 	defD(&c.AsynqTaskCheck, 5*time.Millisecond)
 	defD(&c.AsynqDelayedCheck, 5*time.Millisecond)
 	defD(&c.RiverFetchCooldown, time.Millisecond)
@@ -246,8 +269,12 @@ type Report struct {
 	Memory     []MemoryResult     `json:"memory,omitempty"`
 	Scale      []ScaleResult      `json:"scale,omitempty"`
 	Crash      []CrashResult      `json:"crash,omitempty"`
-	Targets    []Target           `json:"targets,omitempty"`
-	Errors     []string           `json:"errors,omitempty"`
+	Kafka      *KafkaResult       `json:"kafka,omitempty"`
+	// Carried lists the scenarios this report did not run and took from
+	// the previous results.json, with the date of that run.
+	Carried []string `json:"carried,omitempty"`
+	Targets []Target `json:"targets,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
 }
 
 // Run runs the configured scenarios and returns the report; with
@@ -326,10 +353,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.has(ScenarioCrash) {
 		b.crash(ctx, specs)
 	}
+	if cfg.has(ScenarioKafka) {
+		b.kafka(ctx)
+	}
 	if e.pg != nil {
 		rep.Host.Postgres = e.pg.Version
 	}
 	rep.Host.LoadEnd = loadAvg()
+	if cfg.Out != "" {
+		carryOver(rep, cfg.Out)
+	}
 	rep.Targets = evaluateTargets(rep)
 	rep.Duration = time.Since(start)
 	logf("done in %s", rep.Duration.Round(time.Second))

@@ -51,6 +51,9 @@ func run() error {
 		crashN    = flag.Int("crash-timers", 0, "timers in the crash scenario (default 5000)")
 		redisBin  = flag.String("redis-server", "", "redis-server binary (default from PATH)")
 		pgBin     = flag.String("pg-bin", "", "directory of initdb and postgres (default: PATH, then /usr/lib/postgresql/*/bin)")
+		kafkaN    = flag.Int("kafka-n", 0, "due records per Kafka throughput run (default 200000)")
+		kafkaRate = flag.Int("kafka-rate", 0, "Kafka lateness publish rate, records/s (default 2000)")
+		kafkaFor  = flag.Duration("kafka-for", 0, "Kafka lateness publishing time (default 30s)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
 	)
 	flag.Parse()
@@ -104,6 +107,9 @@ func run() error {
 	setInt(&cfg.MemoryTimers, *memN)
 	setInt(&cfg.ScaleClaims, *claims)
 	setInt(&cfg.CrashTimers, *crashN)
+	setInt(&cfg.KafkaN, *kafkaN)
+	setInt(&cfg.KafkaRate, *kafkaRate)
+	setDur(&cfg.KafkaFor, *kafkaFor)
 	if *scale != "" {
 		cfg.ScaleSizes = nil
 		for _, f := range strings.Split(*scale, ",") {
