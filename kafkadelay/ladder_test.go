@@ -39,7 +39,9 @@ func TestLadderRoute(t *testing.T) {
 }
 
 func TestNewLadderErrors(t *testing.T) {
-	b := func(d time.Duration, topic string) kafkadelay.Bucket { return kafkadelay.Bucket{Delay: d, Topic: topic} }
+	b := func(d time.Duration, topic string) kafkadelay.Bucket {
+		return kafkadelay.Bucket{Delay: d, Topic: topic}
+	}
 	cases := []struct {
 		buckets []kafkadelay.Bucket
 		want    string
