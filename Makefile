@@ -54,9 +54,11 @@ fuzz:
 			echo "== $$p $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; done) || exit 1; done
 
-## stress: the long crash and chaos tests of internal/chaos (SIGKILLed workers, Redis restarts and pauses; -tags stress, several minutes).
+## stress: the long crash and chaos tests of internal/chaos (SIGKILLed workers, Redis restarts and pauses) and the
+## Kafka republisher's soak (churn and produce faults); -tags stress, several minutes.
 stress: deps
 	$(GO) test -race -tags stress -count=1 -timeout 60m -v ./internal/chaos/
+	cd kafkadelay && $(GO) test -race -tags stress -count=1 -timeout 20m -run 'TestSoak' -v .
 
 ## bench: the Go benchmarks of the library and drivers.
 bench:
