@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ontime-go/ontime/kafkadelay"
 )
 
 // freePort returns a loopback TCP port nobody listens on.
@@ -171,5 +173,24 @@ func TestRepublishConfigErrors(t *testing.T) {
 	}
 	if _, e, code := cli(t, nil, nil, "republish"); code != 2 || !strings.Contains(e, "--config FILE is required") {
 		t.Errorf("no --config: exit %d, %s", code, e)
+	}
+}
+
+// The configuration the README and docs/kafka.md tell newcomers to use
+// loads, and is the recommended ladder.
+func TestDocsKafkaConfig(t *testing.T) {
+	fc, err := kafkadelay.LoadConfig(filepath.Join("..", "..", "docs", "kafka.toml"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kafkadelay.RecommendedLadder("ontime.delay.").Buckets()
+	got := fc.Ladder.Buckets()
+	if len(got) != len(want) {
+		t.Fatalf("docs/kafka.toml has %d buckets, the recommended ladder %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bucket %d: %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
