@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/ontime-go/ontime/kafkadelay"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -117,11 +118,20 @@ const (
 	TargetLog         = "log"
 	TargetHTTP        = "http"
 	TargetRedisStream = "redis-stream"
+	TargetKafka       = "kafka"
+)
+
+// What a kafka target uses as the record key (Target.Key).
+const (
+	KafkaKeyID            = "id"             // the timer id (the default)
+	KafkaKeyCorrelationID = "correlation_id" // the timer's correlation id
+	KafkaKeyNone          = "none"           // no key
+	KafkaKeyHeaderPrefix  = "header:"        // "header:NAME": that timer header's value
 )
 
 // Target is a delivery target. Type selects which fields apply.
 type Target struct {
-	// Type is log, http or redis-stream.
+	// Type is log, http, redis-stream or kafka.
 	Type string `toml:"type"`
 
 	// URL is the webhook URL (http).
@@ -143,6 +153,15 @@ type Target struct {
 	// Redis is the Redis URL to write to (redis-stream). Default: the
 	// store's Redis; required with the embedded store.
 	Redis string `toml:"redis"`
+
+	// Brokers are the Kafka bootstrap servers, host:port (kafka).
+	// Required.
+	Brokers []string `toml:"brokers"`
+	// KafkaTopic is the Kafka topic (kafka). Default: the topic name.
+	KafkaTopic string `toml:"kafka_topic"`
+	// Key is what becomes the record key (kafka): "id" (the default),
+	// "correlation_id", "none", or "header:NAME" for a timer header.
+	Key string `toml:"key"`
 }
 
 // Duration is a time.Duration that reads from TOML as "90s".
@@ -396,10 +415,30 @@ func (c *Config) checkTopic(where string, t Topic) error {
 			if tg.MaxLen < 0 {
 				bad("target.maxlen is negative")
 			}
+		case TargetKafka:
+			if len(tg.Brokers) == 0 {
+				bad("target.brokers: a kafka target needs its brokers (host:port)")
+			}
+			for _, b := range tg.Brokers {
+				if i := strings.LastIndexByte(b, ':'); i <= 0 || i == len(b)-1 {
+					bad("target.brokers: %q: want host:port", b)
+				}
+			}
+			if tg.KafkaTopic != "" {
+				if err := kafkadelay.ValidTopic(tg.KafkaTopic); err != nil {
+					bad("target.kafka_topic: %v", err)
+				}
+			}
+			switch k := tg.Key; {
+			case k == "", k == KafkaKeyID, k == KafkaKeyCorrelationID, k == KafkaKeyNone:
+			case strings.HasPrefix(k, KafkaKeyHeaderPrefix) && len(k) > len(KafkaKeyHeaderPrefix):
+			default:
+				bad("target.key %q: want id, correlation_id, none or header:NAME", k)
+			}
 		case "":
-			bad("target.type is missing; want log, http or redis-stream")
+			bad("target.type is missing; want log, http, redis-stream or kafka")
 		default:
-			bad("target.type %q: want log, http or redis-stream", tg.Type)
+			bad("target.type %q: want log, http, redis-stream or kafka", tg.Type)
 		}
 	}
 	return errors.Join(errs...)

@@ -51,6 +51,8 @@ type Dispatcher struct {
 
 	delivered atomic.Int64
 	failed    atomic.Int64
+
+	kafka *KafkaClients // the kafka targets' clients, closed by Shutdown
 }
 
 // topicRun is one topic's worker, target and watchers.
@@ -85,17 +87,20 @@ func New(o Options) (*Dispatcher, error) {
 		broken:       map[string]bool{},
 		stopDiscover: make(chan struct{}),
 		discoverDone: make(chan struct{}),
+		kafka:        &KafkaClients{},
 	}
 	// Build every configured target now, so that a bad one fails the start.
 	for _, name := range slices.Sorted(maps.Keys(o.Config.Topics)) {
 		tc := o.Config.TopicConfig(name)
-		if _, err := NewTarget(name, tc.Target, o.Logger, o.OpenRedis); err != nil {
+		if _, err := NewTarget(name, tc.Target, o.Logger, o.OpenRedis, d.kafka); err != nil {
+			d.kafka.Close()
 			return nil, err
 		}
 		warnUnsigned(o.Logger, name, tc.Target)
 	}
 	if o.Config.Defaults.Target != nil {
-		if _, err := NewTarget("(defaults)", o.Config.Defaults.Target, o.Logger, o.OpenRedis); err != nil {
+		if _, err := NewTarget("(defaults)", o.Config.Defaults.Target, o.Logger, o.OpenRedis, d.kafka); err != nil {
+			d.kafka.Close()
 			return nil, err
 		}
 		warnUnsigned(o.Logger, "(defaults)", o.Config.Defaults.Target)
@@ -153,7 +158,7 @@ func (d *Dispatcher) ensure(topic string) *topicRun {
 func (d *Dispatcher) start(topic string) (*topicRun, error) {
 	cfg := d.o.Config
 	tc := cfg.TopicConfig(topic)
-	target, err := NewTarget(topic, tc.Target, d.log, d.o.OpenRedis)
+	target, err := NewTarget(topic, tc.Target, d.log, d.o.OpenRedis, d.kafka)
 	if err != nil {
 		return nil, err
 	}
@@ -277,6 +282,7 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 	}
+	d.kafka.Close()
 	return errors.Join(errs...)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+	"github.com/ontime-go/ontime/kafkadelay"
 )
 
 // Message is a fired timer on its way to a target.
@@ -33,7 +34,7 @@ type Message struct {
 // concurrently.
 type Target interface {
 	Deliver(ctx context.Context, m *Message) error
-	// Kind is the target type: log, http or redis-stream.
+	// Kind is the target type: log, http, redis-stream or kafka.
 	Kind() string
 }
 
@@ -41,8 +42,9 @@ type Target interface {
 // Redis). Clients are shared and closed by the opener's owner.
 type RedisOpener func(url string) (redis.UniversalClient, error)
 
-// NewTarget builds the target of a topic from its configuration.
-func NewTarget(topic string, tc *config.Target, log *slog.Logger, openRedis RedisOpener) (Target, error) {
+// NewTarget builds the target of a topic from its configuration. kafka
+// gives kafka targets their clients; nil means no kafka targets.
+func NewTarget(topic string, tc *config.Target, log *slog.Logger, openRedis RedisOpener, kafka *KafkaClients) (Target, error) {
 	switch tc.Type {
 	case config.TargetLog, "":
 		return &LogTarget{Log: log}, nil
@@ -61,6 +63,22 @@ func NewTarget(topic string, tc *config.Target, log *slog.Logger, openRedis Redi
 			stream = topic
 		}
 		return &StreamTarget{Redis: rdb, Stream: stream, MaxLen: tc.MaxLen}, nil
+	case config.TargetKafka:
+		if kafka == nil {
+			return nil, fmt.Errorf("topic %q: kafka target: no Kafka clients available", topic)
+		}
+		cl, err := kafka.For(tc.Brokers)
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: kafka target: %w", topic, err)
+		}
+		kt := tc.KafkaTopic
+		if kt == "" {
+			kt = topic
+		}
+		if err := kafkadelay.ValidTopic(kt); err != nil {
+			return nil, fmt.Errorf("topic %q: kafka target: %w (set kafka_topic)", topic, err)
+		}
+		return &KafkaTarget{cl: cl, topic: kt, key: tc.Key}, nil
 	}
 	return nil, fmt.Errorf("topic %q: unknown target type %q", topic, tc.Type)
 }
