@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -85,7 +86,8 @@ type Republisher struct {
 	pending  int               // entries taken and not finished, over all partitions
 	room     chan struct{}     // signalled when pending drops below MaxInFlight
 
-	runOnce sync.Once
+	runOnce      sync.Once
+	commitErrors atomic.Int64 // failed commits since the last success
 }
 
 // tp names a topic partition.
@@ -387,10 +389,13 @@ func (r *Republisher) commit(ctx context.Context, offsets map[string]map[int32]k
 	}
 	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				r.log.Warn("kafkadelay: commit failed", "err", err)
+			if !errors.Is(err, context.Canceled) && r.commitErrors.Add(1) == 1 {
+				r.log.Warn("kafkadelay: commit failed; retrying every commit interval (logged once until a commit succeeds)", "err", err)
 			}
 			return
+		}
+		if n := r.commitErrors.Swap(0); n > 0 {
+			r.log.Info("kafkadelay: commit succeeded again", "failed_commits", n)
 		}
 		ok := make(map[tp]bool)
 		for _, t := range resp.Topics {

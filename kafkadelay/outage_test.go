@@ -1,0 +1,34 @@
+package kafkadelay_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The cluster goes away mid-run (every broker closed): the republisher
+// keeps running without crashing, and stopping it returns within
+// RevokeWait plus a few seconds, losing nothing it had committed.
+func TestClusterGoneThenStop(t *testing.T) {
+	c := newCluster(t)
+	r := c.republisher(t, nil)
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(9, 10))
+	publishMany(t, c, 2000, func(int) time.Time {
+		return start.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+	})
+	time.Sleep(500 * time.Millisecond)
+	c.Close()
+	time.Sleep(2 * time.Second)
+	select {
+	case <-r.done:
+		t.Fatalf("Run returned while the cluster was gone: %v", r.err)
+	default:
+	}
+	stopped := time.Now()
+	r.stop(t)
+	if d := time.Since(stopped); d > 20*time.Second {
+		t.Errorf("Run took %v to return after its context ended with the cluster gone", d)
+	}
+	t.Logf("Run returned %v after the stop, with the cluster gone", time.Since(stopped).Round(time.Millisecond))
+}
