@@ -479,8 +479,18 @@ target = { type = "http", url = %q, secret = "hook-secret" }
 	if out := mustCLI(t, s, nil, "dead", "doomed", "--replay", "nope", "--json"); !strings.Contains(out, `"count": 0`) {
 		t.Errorf("ontime dead --replay of an unknown id: %q", out)
 	}
-	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "d1"); !strings.Contains(out, "purged 1") {
-		t.Errorf("ontime dead --purge: %q", out)
+	// --purge (or --replay) without IDs never means all: a usage error
+	// that sends nothing; --all is the explicit way.
+	for _, op := range []string{"--purge", "--replay"} {
+		if _, errOut, code := cli(t, s, nil, "dead", "doomed", op); code != 2 || !strings.Contains(errOut, "--all") {
+			t.Errorf("ontime dead doomed %s: exit %d, stderr %q; want 2 naming --all", op, code, errOut)
+		}
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--json"); !strings.Contains(out, `"d1"`) {
+		t.Errorf("the dead letter is gone after --purge without IDs:\n%s", out)
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "--all"); !strings.Contains(out, "purged 1") {
+		t.Errorf("ontime dead --purge --all: %q", out)
 	}
 
 	// No target configured: the log target writes one line per timer.

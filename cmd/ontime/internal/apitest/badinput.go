@@ -95,6 +95,12 @@ func BadInputs(maxBody int) []BadInput {
 		{"replay not json", "POST", "/v1/topics/t/dead:replay", `{"ids":`, 400, "malformed_json"},
 		{"purge bad id", "POST", "/v1/topics/t/dead:purge", `{"ids":["a\u0000"]}`, 400, "invalid_id"},
 		{"purge unknown field", "POST", "/v1/topics/t/dead:purge", `{"id":["a"]}`, 400, "unknown_field"},
+		{"purge no body", "POST", "/v1/topics/t/dead:purge", "", 400, "missing_ids"},
+		{"purge empty ids", "POST", "/v1/topics/t/dead:purge", `{"ids":[]}`, 400, "missing_ids"},
+		{"purge null ids", "POST", "/v1/topics/t/dead:purge", `{"ids":null}`, 400, "missing_ids"},
+		{"replay no body", "POST", "/v1/topics/t/dead:replay", "", 400, "missing_ids"},
+		{"replay empty object", "POST", "/v1/topics/t/dead:replay", `{}`, 400, "missing_ids"},
+		{"replay ids and all", "POST", "/v1/topics/t/dead:replay", `{"ids":["a"],"all":true}`, 400, "ids_and_all"},
 		{"watch bad topic", "GET", "/v1/topics/a%20b/watch", "", 400, "invalid_topic"},
 	}
 }

@@ -347,18 +347,26 @@ func newDeadCmd(e *env) *cobra.Command {
 	var (
 		o             clientOpts
 		replay, purge bool
+		all           bool
 		limit         int
 		cursor        string
 	)
 	cmd := &cobra.Command{
-		Use:   "dead TOPIC [ID...]",
-		Short: "List a topic's dead letters; --replay or --purge them (the IDs given, or all)",
+		Use:   "dead TOPIC [(--replay | --purge) (ID... | --all)]",
+		Short: "List a topic's dead letters; --replay or --purge them (the IDs given, or every one with --all)",
 		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if replay && purge {
-				return usageErr("give --replay or --purge, not both")
-			}
 			topic, ids := a[0], a[1:]
+			switch {
+			case replay && purge:
+				return usageErr("give --replay or --purge, not both")
+			case (replay || purge) && all && len(ids) > 0:
+				return usageErr("give IDs or --all, not both")
+			case (replay || purge) && !all && len(ids) == 0:
+				return usageErr("name the dead letters (ID...) or give --all for every one of %s", topic)
+			case !replay && !purge && all:
+				return usageErr("--all goes with --replay or --purge")
+			}
 			c, err := o.connect(e)
 			if err != nil {
 				return err
@@ -369,10 +377,7 @@ func newDeadCmd(e *env) *cobra.Command {
 				if purge {
 					op, verb = "dead:purge", "purged"
 				}
-				var body any
-				if len(ids) > 0 {
-					body = wire.IDs{IDs: ids}
-				}
+				body := wire.DeadSelect{IDs: ids, All: all}
 				var n wire.Count
 				if err := c.do(cmd.Context(), http.MethodPost, topicPath(topic)+"/"+op, body, &n); err != nil {
 					return err
@@ -426,6 +431,7 @@ func newDeadCmd(e *env) *cobra.Command {
 	addClientFlags(cmd, &o)
 	cmd.Flags().BoolVar(&replay, "replay", false, "schedule the dead letters again, due now")
 	cmd.Flags().BoolVar(&purge, "purge", false, "delete the dead letters")
+	cmd.Flags().BoolVar(&all, "all", false, "with --replay or --purge: every dead letter of the topic (without it, name the IDs)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (1-1000; default 100)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page after a previous listing")
 	return cmd

@@ -103,8 +103,8 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 	t := &p.timer
 	p.ifAbsent = in.IfAbsent
 	if in.ID != "" {
-		if err := ontimedriver.ValidateID(in.ID); err != nil {
-			return p, errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+		if e := checkID(in.ID); e != nil {
+			return p, e
 		}
 		t.ID = in.ID
 	}
@@ -225,10 +225,18 @@ func topicOf(r *http.Request) (string, *apiError) {
 // idOf validates the {id} path value.
 func idOf(r *http.Request) (string, *apiError) {
 	id := r.PathValue("id")
-	if err := ontimedriver.ValidateID(id); err != nil {
-		return "", errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+	if e := checkID(id); e != nil {
+		return "", e
 	}
 	return id, nil
+}
+
+// checkID validates a timer id of the API.
+func checkID(id string) *apiError {
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+	}
+	return nil
 }
 
 // singleLimit is the request size cap of one timer: the body limit, room

@@ -104,9 +104,12 @@ type DeadPage struct {
 	NextCursor string       `json:"next_cursor,omitempty"`
 }
 
-// IDs names timers (dead-letter replay); empty means all.
-type IDs struct {
+// DeadSelect picks the dead letters of a replay or purge: exactly IDs, or
+// every one of the topic with All. Neither (or an empty IDs) is refused:
+// an empty list never means "all".
+type DeadSelect struct {
 	IDs []string `json:"ids,omitempty"`
+	All bool     `json:"all,omitempty"`
 }
 
 // Count answers replay and purge.
