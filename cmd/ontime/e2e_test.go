@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -543,11 +544,22 @@ func testBadInput(t *testing.T, b *backend) {
 		{[]string{"cancel", "t", "nope"}, 3, "not_found"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"ls", "--limit", "x"}, 2, "invalid argument"},
+		// "." and ".." cannot be URL path segments: refused, never read
+		// as another resource (it printed an empty timer and exited 0).
+		{[]string{"get", "t", "."}, 7, "invalid_id"},
+		{[]string{"get", "t", ".."}, 7, "invalid_id"},
+		{[]string{"cancel", "..", "x"}, 7, "invalid_topic"},
+		{[]string{"schedule", "t", "x", "--in", "1s", "--id", "."}, 7, "invalid_id"},
+		{[]string{"ls", "t", "--cursor", "garbage"}, 7, "invalid_query"},
 	} {
 		_, errOut, code := cli(t, s, nil, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("ontime %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.msg)
 		}
+	}
+	// --version names the build.
+	if out, errOut, code := cli(t, nil, nil, "--version"); code != 0 || !strings.HasPrefix(out, "ontime ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("ontime --version: exit %d, stdout %q, stderr %q; want 0 and \"ontime <version> %s …\"", code, out, errOut, runtime.Version())
 	}
 	// An unreachable server exits 5.
 	_, errOut, code := cli(t, nil, nil, "ls", "--server", "http://127.0.0.1:1")
@@ -760,7 +772,7 @@ func testRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rs.Stop)
-	s := serve(t, nil, "--redis", rs.URL())
+	s := serve(t, nil, "--redis", rs.URL(), "--log-format", "json")
 	a := newAPI(t, s)
 	a.must(200, "GET", "/readyz", nil)
 	mustCLI(t, s, nil, "schedule", "t", "x", "--in", "1h")
@@ -780,5 +792,14 @@ func testRedisDown(t *testing.T) {
 	}
 	if s.exited() {
 		t.Fatalf("serve exited when Redis went down; stderr:\n%s", s.stderr())
+	}
+	// go-redis's own lines (its pool cannot dial) go through the server's
+	// logger too: with --log-format json every line is a JSON object.
+	s.waitStderr(10*time.Second, `"component":"go-redis"`)
+	for _, l := range strings.Split(strings.TrimSpace(s.stderr()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Errorf("with --log-format json, a log line is not JSON: %q", l)
+		}
 	}
 }

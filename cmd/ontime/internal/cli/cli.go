@@ -107,7 +107,9 @@ The verbs talk to a server (--server, ONTIME_SERVER; default http://127.0.0.1:80
 or straight to Redis (--redis URL). See docs/server.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       Version(),
 	}
+	root.SetVersionTemplate("ontime {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagErr{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})

@@ -84,6 +84,7 @@ func (o *clientOpts) connect(e *env) (*apiClient, error) {
 			return nil, usageErr("--redis: %v", err)
 		}
 		log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		store.RouteRedisLogs(log)
 		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Layout: o.redisLayout, Prefix: o.redisPrefix}, log)
 		if err != nil {
 			return nil, &exitError{code: ExitUnavailable, err: err}

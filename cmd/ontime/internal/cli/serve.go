@@ -125,6 +125,7 @@ func libraryBodyLimit(maxBody int64) int { return int(maxBody) + 1<<20 }
 
 func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	store.RouteRedisLogs(log)
 	st, err := openStore(cfg, log)
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: fmt.Errorf("open store: %w", err)}

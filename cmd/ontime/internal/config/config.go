@@ -15,7 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
 // Defaults of the server configuration.
@@ -330,7 +330,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	for name, t := range c.Topics {
-		if err := ontimedriver.ValidateTopic(name); err != nil {
+		if err := wire.ValidateTopic(name); err != nil {
 			bad("topics.%s: %v", name, err)
 			continue
 		}

@@ -220,6 +220,14 @@ func TestAuth(t *testing.T) {
 	e.want(e.do("GET", "/v1/openapi.json", nil), 401, "unauthorized")
 	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer s3cret"), 200, "")
 	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer other"), 200, "")
+	// The scheme is case-insensitive (RFC 9110, 11.1); one or more spaces
+	// follow it. Only the token itself must match exactly.
+	for _, h := range []string{"bearer s3cret", "BEARER s3cret", "bEaReR other", "Bearer   s3cret"} {
+		e.want(e.do("GET", "/v1/topics", nil, "Authorization", h), 200, "")
+	}
+	for _, h := range []string{"Bearers3cret", "Basic s3cret", "Bearer S3CRET", "Bearer", "Bearer "} {
+		e.want(e.do("GET", "/v1/topics", nil, "Authorization", h), 401, "unauthorized")
+	}
 	e.want(e.do("GET", "/healthz", nil), 200, "")
 	e.want(e.do("GET", "/readyz", nil), 200, "")
 	// Nothing was stored by the refused publish.

@@ -173,7 +173,7 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 		switch {
 		case k == "":
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is empty")
-		case k == "correlation_id" || k == "content-type":
+		case strings.EqualFold(k, "correlation_id") || strings.EqualFold(k, "content-type"):
 			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q is reserved (use the correlation_id field; the content type follows the body)", k)
 		case len(k) > maxHeaderKeyLen:
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is %d bytes; the limit is %d", len(k), maxHeaderKeyLen)
@@ -216,7 +216,7 @@ func trimInvalid(err error) string {
 // topicOf validates the {topic} path value.
 func topicOf(r *http.Request) (string, *apiError) {
 	topic := r.PathValue("topic")
-	if err := ontimedriver.ValidateTopic(topic); err != nil {
+	if err := wire.ValidateTopic(topic); err != nil {
 		return "", errorf(http.StatusBadRequest, "invalid_topic", "%s", trimInvalid(err))
 	}
 	return topic, nil
@@ -231,9 +231,11 @@ func idOf(r *http.Request) (string, *apiError) {
 	return id, nil
 }
 
-// checkID validates a timer id of the API.
+// checkID validates a timer id of the API: the library's rules, and not
+// "." or "..", which cannot be a path segment of a URL (clients and
+// ServeMux resolve them).
 func checkID(id string) *apiError {
-	if err := ontimedriver.ValidateID(id); err != nil {
+	if err := wire.ValidateID(id); err != nil {
 		return errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
 	}
 	return nil

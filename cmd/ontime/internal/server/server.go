@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -158,16 +159,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
 		return
 	}
-	if e := emptySegment(r.URL.EscapedPath()); e != nil {
+	if e := badSegment(r.URL.EscapedPath()); e != nil {
 		writeError(rec, e)
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
 }
 
-// emptySegment catches empty topics and ids, which ServeMux would turn into
-// a redirect to a cleaned path.
-func emptySegment(p string) *apiError {
+// badSegment catches empty topics and ids, and the dot segments "." and
+// "..", which ServeMux would turn into a redirect to a cleaned path (so that
+// a request for timer "." would read another resource).
+func badSegment(p string) *apiError {
 	rest, ok := strings.CutPrefix(p, "/v1/topics/")
 	if !ok {
 		return nil
@@ -176,22 +178,58 @@ func emptySegment(p string) *apiError {
 	if seg[0] == "" && len(seg) > 1 {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic is empty")
 	}
-	if len(seg) == 3 && seg[1] == "timers" && seg[2] == "" {
-		return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
+	if isDotSegment(seg[0]) {
+		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
+	}
+	if len(seg) == 3 && seg[1] == "timers" {
+		switch {
+		case seg[2] == "":
+			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
+		case isDotSegment(seg[2]):
+			return errorf(http.StatusBadRequest, "invalid_id", "id %q is a dot segment; ids \".\" and \"..\" are refused", unescape(seg[2]))
+		}
 	}
 	return nil
+}
+
+// isDotSegment reports whether an escaped path segment is "." or ".."
+// (%2E counts as a dot).
+func isDotSegment(seg string) bool {
+	s := unescape(seg)
+	return s == "." || s == ".."
+}
+
+func unescape(seg string) string {
+	if s, err := url.PathUnescape(seg); err == nil {
+		return s
+	}
+	return seg
+}
+
+// authScheme is the scheme of Authorization this server takes.
+const authScheme = "Bearer"
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme: the scheme is case-insensitive (RFC 9110, 11.1) and is followed
+// by one or more spaces.
+func bearerToken(h string) (string, bool) {
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, authScheme) {
+		return "", false
+	}
+	tok := strings.TrimSpace(rest)
+	return tok, tok != ""
 }
 
 func (s *Server) authorized(r *http.Request) bool {
 	if len(s.tokens) == 0 || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		return true
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		return false
 	}
-	got := []byte(strings.TrimSpace(tok))
+	got := []byte(tok)
 	match := 0
 	for _, t := range s.tokens {
 		match |= subtle.ConstantTimeCompare(got, t)

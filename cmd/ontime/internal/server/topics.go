@@ -8,7 +8,6 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
-	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // topicStats counts every topic the store lists, plus the configured ones.
@@ -25,7 +24,7 @@ func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 	slices.Sort(names)
 	out := make([]wire.TopicStats, 0, len(names))
 	for _, name := range names {
-		if ontimedriver.ValidateTopic(name) != nil {
+		if wire.ValidateTopic(name) != nil {
 			continue // a foreign key the API cannot address
 		}
 		c, err := s.o.Client.Count(r.Context(), name)
@@ -91,7 +90,7 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.o.Client.DeadLetters(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.listError(r, err))
 		return
 	}
 	out := wire.DeadPage{Dead: make([]wire.DeadLetter, len(page.Dead)), NextCursor: page.NextCursor}
