@@ -24,7 +24,7 @@ const (
 	ExitExists       = 4 // if_absent and the id exists
 	ExitUnavailable  = 5 // server or store unreachable, 503
 	ExitUnauthorized = 6 // missing or wrong token
-	ExitInvalid      = 7 // the server refused the request (400, 413)
+	ExitInvalid      = 7 // the server refused the request (400, 403, 413)
 )
 
 // exitError carries an exit code.

@@ -166,7 +166,7 @@ func exitCode(status int) int {
 		return ExitNotFound
 	case status == http.StatusConflict:
 		return ExitExists
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized:
 		return ExitUnauthorized
 	case status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		return ExitUnavailable

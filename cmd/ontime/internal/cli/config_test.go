@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,46 @@ tokens = ["file-token"]
 	}
 }
 
+// TestServeTopicsConfig: serve_topics defaults to every topic on the native
+// layout and to none (the configured topics only) on the compat layout;
+// the file, ONTIME_SERVE_TOPICS and --serve-topics set it, an empty value
+// included.
+func TestServeTopicsConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	if err := os.WriteFile(file, []byte("redis = \"redis://x\"\nredis_layout = \"compat\"\nserve_topics = [\"py.*\", \"one\"]\n[topics.mine]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"native default", nil, nil, "[*]"},
+		{"compat default", nil, []string{"--redis", "redis://x", "--redis-layout", "compat"}, "[]"},
+		{"file", nil, []string{"--config", file}, "[py.* one]"},
+		{"env over file", map[string]string{"ONTIME_SERVE_TOPICS": "a, b*"}, []string{"--config", file}, "[a b*]"},
+		{"empty flag", nil, []string{"--serve-topics", ""}, "[]"},
+	} {
+		cfg, err := loadFor(t, c.env, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := fmt.Sprint(cfg.ServeTopics); got != c.want {
+			t.Errorf("%s: serve_topics %s, want %s", c.name, got, c.want)
+		}
+	}
+	cfg, err := loadFor(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"mine": true, "one": true, "py.x": true, "py": false, "other": false} {
+		if cfg.Serves(topic) != want {
+			t.Errorf("Serves(%q) = %v, want %v", topic, !want, want)
+		}
+	}
+}
+
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -103,6 +144,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"bad target", nil, []string{"--config", write("c.toml", "[topics.t.target]\ntype = \"carrier-pigeon\"\n")}, "carrier-pigeon"},
 		{"http target without url", nil, []string{"--config", write("d.toml", "[topics.t.target]\ntype = \"http\"\n")}, "target.url"},
 		{"stream without redis", nil, []string{"--config", write("e.toml", "[topics.t.target]\ntype = \"redis-stream\"\n")}, "target.redis"},
+		{"bad serve_topics pattern", nil, []string{"--serve-topics", "ok.*,a b*"}, `serve_topics[1] "a b*"`},
+		{"dot topic in serve_topics", nil, []string{"--serve-topics", ".."}, `serve_topics[0] ".."`},
 		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},
 		{"retry max_attempts below -1", nil, []string{"--config", write("h.toml", "[topics.t]\nretry = { max_attempts = -2 }\n")}, "retry.max_attempts -2"},
 		{"retry max_attempts 0 in a topic", nil, []string{"--config", write("j.toml", "[topics.t]\nretry = { max_attempts = 0 }\n")}, `"topics.t.retry.max_attempts"): 0: a timer needs at least 1 delivery`},

@@ -30,6 +30,7 @@ var serveFlags = map[string]string{
 	"redis-prefix":      "redis_prefix",
 	"max-body-bytes":    "max_body_bytes",
 	"tokens":            "tokens",
+	"serve-topics":      "serve_topics",
 	"discover-interval": "discover_interval",
 	"shutdown-timeout":  "shutdown_timeout",
 	"log-level":         "log_level",
@@ -62,7 +63,8 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis-prefix", "", "Redis key prefix (env ONTIME_REDIS_PREFIX)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.String("tokens", "", "comma-separated bearer tokens; turns auth on (env ONTIME_TOKENS)")
-	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics (env ONTIME_DISCOVER_INTERVAL)")
+	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
+	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
 	f.String("log-level", "info", "debug, info, warn or error (env ONTIME_LOG_LEVEL)")
 	f.String("log-format", "text", "text or json (env ONTIME_LOG_FORMAT)")

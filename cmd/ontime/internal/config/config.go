@@ -53,8 +53,19 @@ type Config struct {
 	// /readyz then needs "Authorization: Bearer <one of them>". Default none
 	// (auth off).
 	Tokens []string `toml:"tokens"`
-	// DiscoverInterval is how often the server looks for topics it does not
-	// serve yet. Default 1s.
+	// ServeTopics names the topics, besides the configured ones ([topics.NAME]),
+	// whose timers this server delivers: names or patterns where * matches
+	// any run of characters ("billing.*", "*"). The server starts a worker
+	// for a matching topic when the API schedules a timer on it, and finds
+	// matching topics written by other processes every DiscoverInterval.
+	// A topic that matches nothing and is not configured is never delivered
+	// by this server (its timers stay for their own consumers) and cannot
+	// be watched. Default: ["*"] (every topic) with the native layout; []
+	// (only the configured topics) with the compat layout, whose keyspace
+	// belongs to faststream-redis-timers consumers.
+	ServeTopics []string `toml:"serve_topics"`
+	// DiscoverInterval is how often the server looks for topics matching
+	// ServeTopics that it does not serve yet. Default 1s.
 	DiscoverInterval Duration `toml:"discover_interval"`
 	// ShutdownTimeout bounds a graceful stop. Default 15s.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
@@ -186,7 +197,7 @@ var envKeys = []string{
 	"ONTIME_LISTEN", "ONTIME_DATA_DIR", "ONTIME_REDIS", "ONTIME_REDIS_LAYOUT",
 	"ONTIME_REDIS_PREFIX", "ONTIME_MAX_BODY_BYTES", "ONTIME_TOKENS",
 	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
-	"ONTIME_LOG_FORMAT",
+	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -234,6 +245,13 @@ func (c *Config) Set(key, v string) error {
 				c.Tokens = append(c.Tokens, t)
 			}
 		}
+	case "serve_topics":
+		c.ServeTopics = []string{} // given, even empty: only the configured topics
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.ServeTopics = append(c.ServeTopics, t)
+			}
+		}
 	case "discover_interval", "shutdown_timeout":
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -267,6 +285,13 @@ func (c *Config) Fill() {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.ServeTopics == nil {
+		if c.RedisLayout == "compat" {
+			c.ServeTopics = []string{}
+		} else {
+			c.ServeTopics = []string{"*"}
+		}
 	}
 	if c.DiscoverInterval == 0 {
 		c.DiscoverInterval = Duration(DefaultDiscover)
@@ -304,6 +329,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes %d is negative", c.MaxBodyBytes)
+	}
+	for i, p := range c.ServeTopics {
+		if err := checkTopicPattern(p); err != nil {
+			bad("serve_topics[%d] %q: %v", i, p, err)
+		}
 	}
 	if c.DiscoverInterval < Duration(10*time.Millisecond) {
 		bad("discover_interval %s is below 10ms", c.DiscoverInterval.D())
@@ -447,4 +477,60 @@ func (t *Target) SecretValue() string {
 		return os.Getenv(t.SecretEnv)
 	}
 	return t.Secret
+}
+
+// checkTopicPattern checks a serve_topics entry: a topic name in which *
+// may stand for any run of characters.
+func checkTopicPattern(p string) error {
+	if !strings.Contains(p, "*") {
+		return wire.ValidateTopic(p)
+	}
+	if len(p) > 200 {
+		return errors.New("longer than 200 characters")
+	}
+	for _, r := range p {
+		if r != '*' && !strings.ContainsRune(topicChars, r) {
+			return fmt.Errorf("character %q is not allowed in a topic (letters, digits and . _ - : / @ + ~; * in patterns)", r)
+		}
+	}
+	return nil
+}
+
+const topicChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@+~"
+
+// Serves reports whether topic is delivered by this server: configured in
+// [topics.NAME], or matching an entry of ServeTopics.
+func (c *Config) Serves(topic string) bool {
+	if _, ok := c.Topics[topic]; ok {
+		return true
+	}
+	for _, p := range c.ServeTopics {
+		if MatchTopic(p, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchTopic reports whether topic matches pattern, in which * stands for
+// any run of characters (including none, "/" included) and every other
+// character for itself.
+func MatchTopic(pattern, topic string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == topic
+	}
+	if !strings.HasPrefix(topic, parts[0]) {
+		return false
+	}
+	topic = topic[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(topic, part)
+		if i < 0 {
+			return false
+		}
+		topic = topic[i+len(part):]
+	}
+	return len(topic) >= len(last) && strings.HasSuffix(topic, last)
 }
