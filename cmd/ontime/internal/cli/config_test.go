@@ -144,6 +144,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"bad target", nil, []string{"--config", write("c.toml", "[topics.t.target]\ntype = \"carrier-pigeon\"\n")}, "carrier-pigeon"},
 		{"http target without url", nil, []string{"--config", write("d.toml", "[topics.t.target]\ntype = \"http\"\n")}, "target.url"},
 		{"stream without redis", nil, []string{"--config", write("e.toml", "[topics.t.target]\ntype = \"redis-stream\"\n")}, "target.redis"},
+		{"max_inflight_bytes below the largest request", nil, []string{"--max-inflight-bytes", "1000000"}, "max_inflight_bytes 1000000 is below the largest request"},
+		{"negative read_timeout", map[string]string{"ONTIME_READ_TIMEOUT": "-1s"}, nil, "read_timeout is negative"},
 		{"bad serve_topics pattern", nil, []string{"--serve-topics", "ok.*,a b*"}, `serve_topics[1] "a b*"`},
 		{"dot topic in serve_topics", nil, []string{"--serve-topics", ".."}, `serve_topics[0] ".."`},
 		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},

@@ -26,6 +26,7 @@ const (
 	DefaultDiscover        = time.Second
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultHTTPTimeout     = 10 * time.Second
+	DefaultReadTimeout     = 30 * time.Second
 	DefaultServer          = "http://127.0.0.1:8080"
 )
 
@@ -49,6 +50,18 @@ type Config struct {
 	RedisPrefix string `toml:"redis_prefix"`
 	// MaxBodyBytes caps a message body. Default 1 MiB.
 	MaxBodyBytes int64 `toml:"max_body_bytes"`
+	// ReadTimeout bounds reading a request's body once its headers have
+	// arrived (headers have 10s); a slower client gets 408 and its
+	// connection is closed. Requests without a body, such as watch streams,
+	// are not bounded. Default 30s.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// MaxInflightBytes caps the request bodies the API reads and handles at
+	// once, counted by their declared size (a chunked one as its endpoint's
+	// largest request); one that does not fit answers 503 with Retry-After
+	// before its body is read. Default 0: four of the largest requests (64
+	// MiB with the default MaxBodyBytes). It must be at least the largest
+	// request.
+	MaxInflightBytes int64 `toml:"max_inflight_bytes"`
 	// Tokens turns on bearer-token auth: every endpoint but /healthz and
 	// /readyz then needs "Authorization: Bearer <one of them>". Default none
 	// (auth off).
@@ -197,7 +210,8 @@ var envKeys = []string{
 	"ONTIME_LISTEN", "ONTIME_DATA_DIR", "ONTIME_REDIS", "ONTIME_REDIS_LAYOUT",
 	"ONTIME_REDIS_PREFIX", "ONTIME_MAX_BODY_BYTES", "ONTIME_TOKENS",
 	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
-	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS",
+	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
+	"ONTIME_MAX_INFLIGHT_BYTES",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -232,12 +246,16 @@ func (c *Config) Set(key, v string) error {
 		c.RedisLayout = v
 	case "redis_prefix":
 		c.RedisPrefix = v
-	case "max_body_bytes":
+	case "max_body_bytes", "max_inflight_bytes":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
 		}
-		c.MaxBodyBytes = n
+		if key == "max_body_bytes" {
+			c.MaxBodyBytes = n
+		} else {
+			c.MaxInflightBytes = n
+		}
 	case "tokens":
 		c.Tokens = nil
 		for _, t := range strings.Split(v, ",") {
@@ -252,15 +270,18 @@ func (c *Config) Set(key, v string) error {
 				c.ServeTopics = append(c.ServeTopics, t)
 			}
 		}
-	case "discover_interval", "shutdown_timeout":
+	case "discover_interval", "shutdown_timeout", "read_timeout":
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return err
 		}
-		if key == "discover_interval" {
+		switch key {
+		case "discover_interval":
 			c.DiscoverInterval = Duration(d)
-		} else {
+		case "shutdown_timeout":
 			c.ShutdownTimeout = Duration(d)
+		default:
+			c.ReadTimeout = Duration(d)
 		}
 	case "log_level":
 		c.LogLevel = v
@@ -298,6 +319,9 @@ func (c *Config) Fill() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = Duration(DefaultReadTimeout)
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
@@ -340,6 +364,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout is negative")
+	}
+	if c.ReadTimeout < 0 {
+		bad("read_timeout is negative")
+	}
+	if c.MaxInflightBytes < 0 {
+		bad("max_inflight_bytes %d is negative", c.MaxInflightBytes)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,8 +26,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			return errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
+		case errors.As(err, &ne) && ne.Timeout():
+			return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
 		}
 		return errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)
 	}
@@ -246,4 +251,14 @@ func checkID(id string) *apiError {
 func (s *Server) singleLimit() int64 { return 2*s.o.MaxBodyBytes + 64<<10 }
 
 // batchLimit is the request size cap of a batch.
-func (s *Server) batchLimit() int64 { return max(16<<20, s.singleLimit()) }
+func (s *Server) batchLimit() int64 { return BatchRequestLimit(s.o.MaxBodyBytes) }
+
+// BatchRequestLimit is the largest request the API reads (a batch, or a
+// dead-letter replay or purge) for a server whose body limit is maxBody:
+// 16 MiB, or more when one timer's request can be larger.
+func BatchRequestLimit(maxBody int64) int64 {
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
+	return max(16<<20, 2*maxBody+64<<10)
+}
