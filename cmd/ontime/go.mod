@@ -1,10 +1,10 @@
 module github.com/ontime-go/ontime/cmd/ontime
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
-	github.com/ontime-go/ontime v0.0.0-00010101000000-000000000000
+	github.com/ontime-go/ontime v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
@@ -20,4 +20,3 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 )
 
-replace github.com/ontime-go/ontime => ../..
