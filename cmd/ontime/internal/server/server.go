@@ -377,15 +377,20 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 // closeIfUnread closes the connection after an answer sent before the
 // request body was read to its end (a refusal): "Connection: close" makes
 // net/http send the answer at once instead of after draining up to 256 KiB
-// of the body, and a read deadline in the past ends the drain it still
-// attempts when the handler returns, so the connection is closed right
-// after the answer.
+// of the body. When the handler returns, net/http still reads what is left
+// of a body of up to 256 KiB (so that closing does not reset a connection
+// whose client is still sending and lose the answer); the read deadline
+// bounds that to drainGrace, after which the connection is closed.
 func (r *statusRecorder) closeIfUnread() {
 	if r.req.ContentLength != 0 && r.req.Body != nil && r.req.Body != http.NoBody && !r.bodyDone {
 		r.Header().Set("Connection", "close")
-		_ = r.rc.SetReadDeadline(time.Now())
+		_ = r.rc.SetReadDeadline(time.Now().Add(drainGrace))
 	}
 }
+
+// drainGrace is how long a refused request's unread body (up to 256 KiB)
+// may still arrive before its connection is closed.
+const drainGrace = time.Second
 
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
