@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # Every module of the workspace (go.work), or the root module alone.
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 
-.PHONY: test deps lint fmt-check tidy-check vet staticcheck race fuzz bench bench-report serve stress
+.PHONY: test deps lint fmt-check tidy tidy-check vet staticcheck race fuzz bench bench-report serve stress
 
 ## test: install what a fresh machine lacks, then lint and run every module's tests with the race detector.
 test: deps lint race
@@ -25,9 +25,13 @@ deps:
 
 lint: fmt-check tidy-check vet staticcheck
 
-## tidy-check: every module's go.mod and go.sum are what `go mod tidy` writes.
+## tidy-check: every module's go.mod and go.sum are what `go mod tidy` writes (the tree's modules served at their required version by a local module proxy; see scripts/tidy-check.sh).
 tidy-check:
-	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff >/dev/null) || { echo "go mod tidy would change $$m"; exit 1; }; done
+	@GO=$(GO) bash scripts/tidy-check.sh
+
+## tidy: go mod tidy in every module, the tree's modules served by the same local proxy.
+tidy:
+	@GO=$(GO) bash scripts/tidy-check.sh --write
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -624,25 +624,58 @@ func (c *Client) DeadLetters(ctx context.Context, topic string, opts ListOptions
 	return out, nil
 }
 
-// ReplayDeadLetters moves dead letters back to scheduled, due at once, with
-// their attempt counters reset. No ids means all of the topic's. It returns
-// how many were replayed; an id that is not a dead letter, or whose id is
-// in use by a live timer, is skipped.
+// ReplayDeadLetters moves the dead letters named by ids back to scheduled,
+// due at once, with their attempt counters reset. It returns how many were
+// replayed; an id that is not a dead letter, or whose id is in use by a
+// live timer, is skipped. An empty ids is refused with ErrInvalid and
+// replays nothing (a filtered list that came out empty must not mean
+// "all"): ReplayAllDeadLetters replays every one.
 func (c *Client) ReplayDeadLetters(ctx context.Context, topic string, ids ...string) (int, error) {
 	full, err := c.fullTopic(topic)
 	if err != nil {
 		return 0, err
 	}
+	if len(ids) == 0 {
+		return 0, invalidf("ReplayDeadLetters: no ids given; ReplayAllDeadLetters replays every dead letter of the topic")
+	}
 	return c.drv.ReplayDead(ctx, full, ids)
 }
 
-// PurgeDeadLetters deletes dead letters; no ids means all of the topic's.
+// ReplayAllDeadLetters moves every dead letter of the topic back to
+// scheduled, as ReplayDeadLetters does, and returns how many were
+// replayed.
+func (c *Client) ReplayAllDeadLetters(ctx context.Context, topic string) (int, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return 0, err
+	}
+	return c.drv.ReplayAllDead(ctx, full)
+}
+
+// PurgeDeadLetters deletes the dead letters named by ids and returns how
+// many were deleted (ids that are not dead letters are skipped). An empty
+// ids is refused with ErrInvalid and deletes nothing (a filtered list that
+// came out empty must not wipe the topic): PurgeAllDeadLetters deletes
+// every one.
 func (c *Client) PurgeDeadLetters(ctx context.Context, topic string, ids ...string) (int, error) {
 	full, err := c.fullTopic(topic)
 	if err != nil {
 		return 0, err
 	}
+	if len(ids) == 0 {
+		return 0, invalidf("PurgeDeadLetters: no ids given; PurgeAllDeadLetters deletes every dead letter of the topic")
+	}
 	return c.drv.PurgeDead(ctx, full, ids)
+}
+
+// PurgeAllDeadLetters deletes every dead letter of the topic and returns
+// how many there were.
+func (c *Client) PurgeAllDeadLetters(ctx context.Context, topic string) (int, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return 0, err
+	}
+	return c.drv.PurgeAllDead(ctx, full)
 }
 
 // Ping checks that the store is reachable.

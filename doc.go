@@ -34,7 +34,9 @@
 // Timers are inspected and managed with [Client.Get], [Client.List],
 // [Client.Count], [Client.Topics] and [Client.Cancel]; dead letters with
 // [Client.DeadLetters], [Client.ReplayDeadLetters] and
-// [Client.PurgeDeadLetters].
+// [Client.PurgeDeadLetters] (the ids given; none is refused with
+// [ErrInvalid]), and [Client.ReplayAllDeadLetters] and
+// [Client.PurgeAllDeadLetters] (every dead letter of the topic).
 //
 // # Handling
 //

@@ -58,7 +58,7 @@ func ExampleClient_DeadLetters() {
 	n, err := client.ReplayDeadLetters(ctx, "emails", "mail-1") // due at once, attempts reset
 	fmt.Println("replayed:", n, err)
 	<-done
-	n, err = client.PurgeDeadLetters(ctx, "emails") // all that are left
+	n, err = client.PurgeAllDeadLetters(ctx, "emails") // all that are left
 	fmt.Println("purged:", n, err)
 	worker.Stop(ctx)
 	// Output:

@@ -1,13 +1,13 @@
 module github.com/ontime-go/ontime/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/google/uuid v1.6.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/ontime-go/ontime v0.0.0-00010101000000-000000000000
-	github.com/ontime-go/ontime/kafkadelay v0.0.0-00010101000000-000000000000
+	github.com/ontime-go/ontime v0.1.0
+	github.com/ontime-go/ontime/kafkadelay v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/riverqueue/river v0.51.1
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.1
@@ -42,7 +42,3 @@ require (
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
-
-replace github.com/ontime-go/ontime => ..
-
-replace github.com/ontime-go/ontime/kafkadelay => ../kafkadelay

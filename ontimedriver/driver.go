@@ -116,16 +116,25 @@ type Driver interface {
 	// List.
 	ListDead(ctx context.Context, topic string, opts ListOptions) (*DeadPage, error)
 
-	// ReplayDead moves dead letters back to scheduled, due at once, attempt
-	// counter reset to 0. ids == nil replays all of the topic's dead letters.
-	// It returns how many were moved. An id that is not a dead letter is
-	// skipped (not an error); if a live timer with that id exists, the dead
-	// letter is not replayed over it and stays dead.
+	// ReplayDead moves the dead letters named by ids back to scheduled, due
+	// at once, attempt counter reset to 0. It acts on exactly the ids given:
+	// nil or empty ids replay nothing (0, nil); ReplayAllDead replays every
+	// one. It returns how many were moved. An id that is not a dead letter
+	// is skipped (not an error); if a live timer with that id exists, the
+	// dead letter is not replayed over it and stays dead.
 	ReplayDead(ctx context.Context, topic string, ids []string) (int, error)
 
-	// PurgeDead deletes dead letters; ids == nil deletes all of the topic's.
-	// It returns how many were deleted.
+	// ReplayAllDead is ReplayDead for every dead letter of the topic.
+	ReplayAllDead(ctx context.Context, topic string) (int, error)
+
+	// PurgeDead deletes the dead letters named by ids: exactly those, so nil
+	// or empty ids delete nothing (0, nil). It returns how many were
+	// deleted.
 	PurgeDead(ctx context.Context, topic string, ids []string) (int, error)
+
+	// PurgeAllDead deletes every dead letter of the topic and returns how
+	// many there were.
+	PurgeAllDead(ctx context.Context, topic string) (int, error)
 
 	// Subscribe returns a channel that receives a value when a timer of the
 	// topic is scheduled that may be earlier than what a sleeping worker knows

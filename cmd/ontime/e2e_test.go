@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -30,10 +31,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
 // backend says where a test's server keeps its timers.
@@ -87,6 +90,7 @@ func TestE2E(t *testing.T) {
 			}
 			if b.redis != nil {
 				t.Run("compat_layout", func(t *testing.T) { t.Parallel(); testCompat(t, b) })
+				t.Run("compat_topics", func(t *testing.T) { t.Parallel(); testCompatTopics(t, b) })
 				t.Run("cli_direct", func(t *testing.T) { t.Parallel(); testCLIDirect(t, b) })
 				t.Run("redis_down", func(t *testing.T) { t.Parallel(); testRedisDown(t) })
 			}
@@ -479,8 +483,18 @@ target = { type = "http", url = %q, secret = "hook-secret" }
 	if out := mustCLI(t, s, nil, "dead", "doomed", "--replay", "nope", "--json"); !strings.Contains(out, `"count": 0`) {
 		t.Errorf("ontime dead --replay of an unknown id: %q", out)
 	}
-	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "d1"); !strings.Contains(out, "purged 1") {
-		t.Errorf("ontime dead --purge: %q", out)
+	// --purge (or --replay) without IDs never means all: a usage error
+	// that sends nothing; --all is the explicit way.
+	for _, op := range []string{"--purge", "--replay"} {
+		if _, errOut, code := cli(t, s, nil, "dead", "doomed", op); code != 2 || !strings.Contains(errOut, "--all") {
+			t.Errorf("ontime dead doomed %s: exit %d, stderr %q; want 2 naming --all", op, code, errOut)
+		}
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--json"); !strings.Contains(out, `"d1"`) {
+		t.Errorf("the dead letter is gone after --purge without IDs:\n%s", out)
+	}
+	if out := mustCLI(t, s, nil, "dead", "doomed", "--purge", "--all"); !strings.Contains(out, "purged 1") {
+		t.Errorf("ontime dead --purge --all: %q", out)
 	}
 
 	// No target configured: the log target writes one line per timer.
@@ -533,11 +547,22 @@ func testBadInput(t *testing.T, b *backend) {
 		{[]string{"cancel", "t", "nope"}, 3, "not_found"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 		{[]string{"ls", "--limit", "x"}, 2, "invalid argument"},
+		// "." and ".." cannot be URL path segments: refused, never read
+		// as another resource (it printed an empty timer and exited 0).
+		{[]string{"get", "t", "."}, 7, "invalid_id"},
+		{[]string{"get", "t", ".."}, 7, "invalid_id"},
+		{[]string{"cancel", "..", "x"}, 7, "invalid_topic"},
+		{[]string{"schedule", "t", "x", "--in", "1s", "--id", "."}, 7, "invalid_id"},
+		{[]string{"ls", "t", "--cursor", "garbage"}, 7, "invalid_query"},
 	} {
 		_, errOut, code := cli(t, s, nil, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("ontime %v: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, c.code, c.msg)
 		}
+	}
+	// --version names the build.
+	if out, errOut, code := cli(t, nil, nil, "--version"); code != 0 || !strings.HasPrefix(out, "ontime ") || !strings.Contains(out, runtime.Version()) {
+		t.Errorf("ontime --version: exit %d, stdout %q, stderr %q; want 0 and \"ontime <version> %s …\"", code, out, errOut, runtime.Version())
 	}
 	// An unreachable server exits 5.
 	_, errOut, code := cli(t, nil, nil, "ls", "--server", "http://127.0.0.1:1")
@@ -648,7 +673,7 @@ target = { type = "redis-stream", stream = %q, maxlen = 1000%s }
 // are the Python library's, and watch works the same.
 func testCompat(t *testing.T, b *backend) {
 	topic := fmt.Sprintf("compat%d", time.Now().UnixNano())
-	s := serve(t, nil, "--redis", b.redis.URL(), "--redis-layout", "compat")
+	s := serve(t, nil, "--redis", b.redis.URL(), "--redis-layout", "compat", "--serve-topics", topic)
 	a := newAPI(t, s)
 	w := watch(t, s, nil, topic)
 	due := time.Now().Truncate(time.Second).Add(4 * time.Second)
@@ -663,6 +688,70 @@ func testCompat(t *testing.T, b *backend) {
 		t.Errorf("HEXISTS timers_payloads:%s c1 = %v, %v", topic, ok, err)
 	}
 	checkWatch(t, w, []expect{{"compat", due}})
+}
+
+// testCompatTopics: on the compat layout a server delivers only the
+// topics it is given ([topics.NAME] and serve_topics), never every
+// faststream topic of the database. Timers written in the Python layout
+// before the server starts: the configured topic's and the serve_topics
+// match's are delivered; the other topic's stays for its Python consumer,
+// gets no worker (not even when the API schedules on it) and cannot be
+// watched.
+func testCompatTopics(t *testing.T, b *backend) {
+	n := time.Now().UnixNano()
+	mine, served, foreign := fmt.Sprintf("mine%d", n), fmt.Sprintf("py%d.served", n), fmt.Sprintf("py%d.foreign", n)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: b.redis.Addr})
+	defer rdb.Close()
+	drv, err := ontimeredis.New(rdb, &ontimeredis.Options{Layout: ontimeredis.Compatible})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close()
+	pub, err := ontime.NewClient(drv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{mine, served, foreign} {
+		if _, err := pub.Publish(ctx, topic, "from python", ontime.WithID("p1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(t.TempDir(), "ontime.toml")
+	text := fmt.Sprintf("redis = %q\nredis_layout = \"compat\"\ndiscover_interval = \"50ms\"\nserve_topics = [\"py%d.serv*\"]\n[topics.%q]\n", b.redis.URL(), n, mine)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, nil, "--config", cfg)
+	a := newAPI(t, s)
+	s.waitStderr(15*time.Second, `msg="timer fired" topic=`+mine+" ")
+	s.waitStderr(15*time.Second, `msg="timer fired" topic=`+served+" ")
+	workers := func() int {
+		var st wire.Stats
+		a.must(200, "GET", "/v1/stats", nil).decode(t, &st)
+		return st.Workers
+	}
+	// Discovery found the served topic; in the same pass it would have
+	// started the foreign one too.
+	if w := workers(); w != 2 {
+		t.Errorf("%d workers, want 2 (%s, %s)", w, mine, served)
+	}
+	a.must(201, "POST", "/v1/topics/"+foreign+"/timers", map[string]any{"id": "p2", "body": "via the API", "delay": "0s"})
+	if w := workers(); w != 2 {
+		t.Errorf("%d workers after a publish on %s, want 2", w, foreign)
+	}
+	if r := a.do("GET", "/v1/topics/"+foreign+"/watch", nil); r.status != 403 || r.code() != "topic_not_served" {
+		t.Errorf("watch %s: %d %s, want 403 topic_not_served", foreign, r.status, r.body)
+	}
+	if _, errOut, code := cli(t, s, nil, "watch", foreign); code != 7 || !strings.Contains(errOut, "topic_not_served") {
+		t.Errorf("ontime watch %s: exit %d, stderr %q; want 7 and topic_not_served", foreign, code, errOut)
+	}
+	if n, err := rdb.ZCard(ctx, "timers_timeline:"+foreign).Result(); err != nil || n != 2 {
+		t.Errorf("ZCARD timers_timeline:%s = %d, %v; want 2: its timers are the Python consumer's", foreign, n, err)
+	}
+	if strings.Contains(s.stderr(), "topic="+foreign+" ") {
+		t.Errorf("the server delivered %s:\n%s", foreign, s.stderr())
+	}
 }
 
 // testCLIDirect runs the CLI straight against Redis, with no server: the
@@ -750,7 +839,7 @@ func testRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rs.Stop)
-	s := serve(t, nil, "--redis", rs.URL())
+	s := serve(t, nil, "--redis", rs.URL(), "--log-format", "json")
 	a := newAPI(t, s)
 	a.must(200, "GET", "/readyz", nil)
 	mustCLI(t, s, nil, "schedule", "t", "x", "--in", "1h")
@@ -770,5 +859,14 @@ func testRedisDown(t *testing.T) {
 	}
 	if s.exited() {
 		t.Fatalf("serve exited when Redis went down; stderr:\n%s", s.stderr())
+	}
+	// go-redis's own lines (its pool cannot dial) go through the server's
+	// logger too: with --log-format json every line is a JSON object.
+	s.waitStderr(10*time.Second, `"component":"go-redis"`)
+	for _, l := range strings.Split(strings.TrimSpace(s.stderr()), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Errorf("with --log-format json, a log line is not JSON: %q", l)
+		}
 	}
 }

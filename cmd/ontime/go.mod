@@ -1,16 +1,19 @@
 module github.com/ontime-go/ontime/cmd/ontime
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
-	github.com/ontime-go/ontime v0.0.0-00010101000000-000000000000
-	github.com/ontime-go/ontime/kafkadelay v0.0.0-00010101000000-000000000000
+	github.com/ontime-go/ontime v0.1.0
+	github.com/ontime-go/ontime/kafkadelay v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
+	github.com/twmb/franz-go/pkg/kmsg v1.15.0
+	golang.org/x/sys v0.48.0
+	golang.org/x/term v0.46.0
 )
 
 require (
@@ -19,12 +22,6 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
-	github.com/twmb/franz-go/pkg/kmsg v1.15.0 // indirect
 	go.etcd.io/bbolt v1.5.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )
-
-replace github.com/ontime-go/ontime => ../..
-
-replace github.com/ontime-go/ontime/kafkadelay => ../../kafkadelay

@@ -259,7 +259,8 @@ type srv struct {
 	URL string
 }
 
-var servingAddr = regexp.MustCompile(`msg="ontime serving" addr=(\S+)`)
+// servingAddr finds the listen address in the start line, text or JSON.
+var servingAddr = regexp.MustCompile(`msg="ontime serving" addr=(\S+)|"msg":"ontime serving","addr":"([^"]+)"`)
 
 // serve starts `ontime serve` on a free port with args and waits until it
 // listens.
@@ -270,7 +271,7 @@ func serve(t *testing.T, env []string, args ...string) *srv {
 	ok := p.waitFor(60*time.Second, func() bool {
 		m := servingAddr.FindStringSubmatch(p.errBuf.String())
 		if m != nil {
-			addr = m[1]
+			addr = m[1] + m[2]
 		}
 		return m != nil
 	})

@@ -102,14 +102,21 @@ func testDeadReplay(e *env) {
 	e.wantIDs("ListDead after replaying x", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), []string{"y", "z"})
 	e.wantCounts(topic, 1, 0, 2)
 
-	n, err = e.d.ReplayDead(e.ctx, topic, nil)
+	// Empty ids never mean "all".
+	for _, ids := range [][]string{nil, {}} {
+		if n, err := e.d.ReplayDead(e.ctx, topic, ids); err != nil || n != 0 {
+			e.t.Fatalf("ReplayDead(%#v) = %d, %v; want 0: empty ids replay nothing", ids, n, err)
+		}
+	}
+	e.wantCounts(topic, 1, 0, 2)
+	n, err = e.d.ReplayAllDead(e.ctx, topic)
 	if err != nil || n != 2 {
-		e.t.Fatalf("ReplayDead(all) = %d, %v; want 2", n, err)
+		e.t.Fatalf("ReplayAllDead = %d, %v; want 2", n, err)
 	}
 	e.wantIDs("ListDead after replaying all", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), nil)
 	e.wantCounts(topic, 3, 0, 0)
-	if n, err := e.d.ReplayDead(e.ctx, topic, nil); err != nil || n != 0 {
-		e.t.Errorf("ReplayDead(all) with no dead letters = %d, %v; want 0", n, err)
+	if n, err := e.d.ReplayAllDead(e.ctx, topic); err != nil || n != 0 {
+		e.t.Errorf("ReplayAllDead with no dead letters = %d, %v; want 0", n, err)
 	}
 
 	got := e.claim(topic, 10, longLease)
@@ -134,8 +141,8 @@ func testDeadReplaySkipsLive(e *env) {
 	}
 	e.wantScheduled("Get(x)", e.get(topic, "x"), res[0].Due, 0, []byte("live"))
 	e.wantIDs("ListDead", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), []string{"x", "y"})
-	if n, err := e.d.ReplayDead(e.ctx, topic, nil); err != nil || n != 1 {
-		e.t.Errorf("ReplayDead(all) with a live x = %d, %v; want 1 (y)", n, err)
+	if n, err := e.d.ReplayAllDead(e.ctx, topic); err != nil || n != 1 {
+		e.t.Errorf("ReplayAllDead with a live x = %d, %v; want 1 (y)", n, err)
 	}
 	e.wantScheduled("Get(x)", e.get(topic, "x"), res[0].Due, 0, []byte("live"))
 	e.wantScheduled("Get(y)", e.get(topic, "y"), time.Time{}, 0, []byte("p-y"))
@@ -153,16 +160,24 @@ func testDeadPurge(e *env) {
 	}
 	e.wantIDs("ListDead", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), []string{"c", "d"})
 	e.wantCounts(topic, 0, 0, 2)
-	if n, err := e.d.PurgeDead(e.ctx, topic, nil); err != nil || n != 2 {
-		e.t.Errorf("PurgeDead(all) = %d, %v; want 2", n, err)
+	// Empty ids never mean "all": a filtered list that came out empty
+	// deletes nothing.
+	for _, ids := range [][]string{nil, {}} {
+		if n, err := e.d.PurgeDead(e.ctx, topic, ids); err != nil || n != 0 {
+			e.t.Errorf("PurgeDead(%#v) = %d, %v; want 0: empty ids delete nothing", ids, n, err)
+		}
 	}
-	if n, err := e.d.PurgeDead(e.ctx, topic, nil); err != nil || n != 0 {
-		e.t.Errorf("PurgeDead(all) again = %d, %v; want 0", n, err)
+	e.wantIDs("ListDead after PurgeDead with empty ids", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), []string{"c", "d"})
+	if n, err := e.d.PurgeAllDead(e.ctx, topic); err != nil || n != 2 {
+		e.t.Errorf("PurgeAllDead = %d, %v; want 2", n, err)
+	}
+	if n, err := e.d.PurgeAllDead(e.ctx, topic); err != nil || n != 0 {
+		e.t.Errorf("PurgeAllDead again = %d, %v; want 0", n, err)
 	}
 	e.wantIDs("ListDead", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), nil)
 	e.wantCounts(topic, 0, 0, 0)
-	if n, err := e.d.ReplayDead(e.ctx, topic, nil); err != nil || n != 0 {
-		e.t.Errorf("ReplayDead after purge = %d, %v; want 0", n, err)
+	if n, err := e.d.ReplayAllDead(e.ctx, topic); err != nil || n != 0 {
+		e.t.Errorf("ReplayAllDead after purge = %d, %v; want 0", n, err)
 	}
 	e.wantGone(topic, "a")
 	e.wantGone(topic, "c")

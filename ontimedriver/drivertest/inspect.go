@@ -281,14 +281,14 @@ func testTopicsListed(e *env) {
 
 		e.put("tp.purged", dueNow("x", "x"))
 		e.wantErr("dead", e.settle1("tp.purged", deadOp(e.claimOne(e.d, "tp.purged", "x", longLease), "r", "e")), nil)
-		if n, err := e.d.PurgeDead(e.ctx, "tp.purged", nil); err != nil || n != 1 {
-			e.t.Errorf("PurgeDead = %d, %v; want 1", n, err)
+		if n, err := e.d.PurgeAllDead(e.ctx, "tp.purged"); err != nil || n != 1 {
+			e.t.Errorf("PurgeAllDead = %d, %v; want 1", n, err)
 		}
 
 		e.put("tp.replayed", dueNow("x", "x"))
 		e.wantErr("dead", e.settle1("tp.replayed", deadOp(e.claimOne(e.d, "tp.replayed", "x", longLease), "r", "e")), nil)
-		if n, err := e.d.ReplayDead(e.ctx, "tp.replayed", nil); err != nil || n != 1 {
-			e.t.Errorf("ReplayDead = %d, %v; want 1", n, err)
+		if n, err := e.d.ReplayAllDead(e.ctx, "tp.replayed"); err != nil || n != 1 {
+			e.t.Errorf("ReplayAllDead = %d, %v; want 1", n, err)
 		}
 		e.wantErr("ack replayed", e.settle1("tp.replayed", ackOp(e.claimOne(e.d, "tp.replayed", "x", longLease))), nil)
 	} else {

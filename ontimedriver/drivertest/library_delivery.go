@@ -551,10 +551,21 @@ func libMaxAttempts(l *lib) {
 		l.t.Errorf("Count: %+v, want 1 dead", n)
 	}
 
+	// No ids is refused, never "all": nothing is replayed or purged.
+	if n, err := c.ReplayDeadLetters(l.ctx, "max"); !errors.Is(err, ontime.ErrInvalid) || n != 0 {
+		l.t.Errorf("ReplayDeadLetters with no ids: %d, %v; want 0, ErrInvalid", n, err)
+	}
+	if n, err := c.PurgeDeadLetters(l.ctx, "max", []string{}...); !errors.Is(err, ontime.ErrInvalid) || n != 0 {
+		l.t.Errorf("PurgeDeadLetters with no ids: %d, %v; want 0, ErrInvalid", n, err)
+	}
+	if n, _ := c.Count(l.ctx, "max"); n.Dead != 1 {
+		l.t.Fatalf("Count after ReplayDeadLetters and PurgeDeadLetters with no ids: %+v, want the dead letter kept", n)
+	}
+
 	succeed.Store(true)
-	n, err := c.ReplayDeadLetters(l.ctx, "max")
+	n, err := c.ReplayAllDeadLetters(l.ctx, "max")
 	if err != nil || n != 1 {
-		l.t.Fatalf("ReplayDeadLetters: %d, %v; want 1", n, err)
+		l.t.Fatalf("ReplayAllDeadLetters: %d, %v; want 1", n, err)
 	}
 	col.waitOf("m", 4, waitTimeout, "the replayed timer")
 	l.waitAbsent(c, "max", "m")

@@ -51,8 +51,8 @@ func testTopicsNeverCross(e *env) {
 	e.put(b, dueNow("same", "in-b-2"))
 	cb := e.claimOne(e.d, b, "same", longLease)
 	e.wantErr("dead in "+b, e.settle1(b, deadOp(cb, "r", "e")), nil)
-	if n, err := e.d.ReplayDead(e.ctx, a, nil); err != nil || n != 0 {
-		e.t.Errorf("ReplayDead(%s) = %d, %v; want 0", a, n, err)
+	if n, err := e.d.ReplayAllDead(e.ctx, a); err != nil || n != 0 {
+		e.t.Errorf("ReplayAllDead(%s) = %d, %v; want 0", a, n, err)
 	}
 	if n, err := e.d.PurgeDead(e.ctx, a, []string{"same"}); err != nil || n != 0 {
 		e.t.Errorf("PurgeDead(%s, same) = %d, %v; want 0", a, n, err)
@@ -86,14 +86,14 @@ func testEmptyTopic(e *env) {
 	if p, err := e.d.ListDead(ctx, topic, ontimedriver.ListOptions{}); err != nil || p == nil || len(p.Dead) != 0 || p.NextCursor != "" {
 		e.t.Errorf("ListDead = %+v, %v; want an empty last page", p, err)
 	}
-	if n, err := e.d.ReplayDead(ctx, topic, nil); err != nil || n != 0 {
-		e.t.Errorf("ReplayDead(all) = %d, %v; want 0", n, err)
+	if n, err := e.d.ReplayAllDead(ctx, topic); err != nil || n != 0 {
+		e.t.Errorf("ReplayAllDead = %d, %v; want 0", n, err)
 	}
 	if n, err := e.d.ReplayDead(ctx, topic, []string{"x"}); err != nil || n != 0 {
 		e.t.Errorf("ReplayDead(x) = %d, %v; want 0", n, err)
 	}
-	if n, err := e.d.PurgeDead(ctx, topic, nil); err != nil || n != 0 {
-		e.t.Errorf("PurgeDead(all) = %d, %v; want 0", n, err)
+	if n, err := e.d.PurgeAllDead(ctx, topic); err != nil || n != 0 {
+		e.t.Errorf("PurgeAllDead = %d, %v; want 0", n, err)
 	}
 	if n, err := e.d.PurgeDead(ctx, topic, []string{"x"}); err != nil || n != 0 {
 		e.t.Errorf("PurgeDead(x) = %d, %v; want 0", n, err)

@@ -72,23 +72,40 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 	return page, nil
 }
 
-// deadIDs returns the ids to work on: the given ones, or all of the topic's
-// dead letters when ids is nil.
-func deadIDs(tb *topicBuckets, ids []string) []string {
-	if ids != nil {
+// deadIDs returns the ids to work on: the given ones, or with all every
+// dead letter of the topic.
+func deadIDs(tb *topicBuckets, ids []string, all bool) []string {
+	if !all {
 		return ids
 	}
-	all := []string{}
+	every := []string{}
 	c := tb.dead.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		all = append(all, string(k))
+		every = append(every, string(k))
 	}
-	return all
+	return every
 }
 
-// ReplayDead moves dead letters back to scheduled, due now, attempt 0. The
-// last error text is kept. See ontimedriver.Driver.
+// ReplayDead moves the dead letters ids names back to scheduled, due now,
+// attempt 0; empty ids replay nothing. The last error text is kept. See
+// ontimedriver.Driver.
 func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		if d.closed.Load() {
+			return 0, ontimedriver.ErrClosed
+		}
+		return 0, nil
+	}
+	return d.replayDead(ctx, topic, ids, false)
+}
+
+// ReplayAllDead moves every dead letter of the topic back to scheduled. See
+// ontimedriver.Driver.
+func (d *Driver) ReplayAllDead(ctx context.Context, topic string) (int, error) {
+	return d.replayDead(ctx, topic, nil, true)
+}
+
+func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all bool) (int, error) {
 	var (
 		n int
 		w wake
@@ -101,7 +118,7 @@ func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (in
 		}
 		w.start(tb)
 		nowUs := floorMicros(time.Now())
-		for _, id := range deadIDs(tb, ids) {
+		for _, id := range deadIDs(tb, ids, all) {
 			dead, found, err := tb.getDead(id)
 			if !found || err != nil {
 				continue // a damaged dead letter cannot be replayed; PurgeDead removes it
@@ -131,8 +148,25 @@ func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (in
 	return n, nil
 }
 
-// PurgeDead deletes dead letters. See ontimedriver.Driver.
+// PurgeDead deletes the dead letters ids names; empty ids delete nothing.
+// See ontimedriver.Driver.
 func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		if d.closed.Load() {
+			return 0, ontimedriver.ErrClosed
+		}
+		return 0, nil
+	}
+	return d.purgeDead(ctx, topic, ids, false)
+}
+
+// PurgeAllDead deletes every dead letter of the topic. See
+// ontimedriver.Driver.
+func (d *Driver) PurgeAllDead(ctx context.Context, topic string) (int, error) {
+	return d.purgeDead(ctx, topic, nil, true)
+}
+
+func (d *Driver) purgeDead(ctx context.Context, topic string, ids []string, all bool) (int, error) {
 	var n int
 	err := d.write(ctx, func(tx *bbolt.Tx) error {
 		n = 0
@@ -140,7 +174,7 @@ func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int
 		if err != nil || tb == nil {
 			return err
 		}
-		for _, id := range deadIDs(tb, ids) {
+		for _, id := range deadIDs(tb, ids, all) {
 			dead, found, err := tb.getDead(id)
 			switch {
 			case !found:

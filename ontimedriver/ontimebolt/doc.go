@@ -14,9 +14,11 @@
 // # Durability
 //
 // A write call (Schedule, Claim, Settle, Extend, Cancel, ReplayDead,
-// PurgeDead) returns only after its transaction is committed and fsynced: a
-// Schedule (a publish) that returned without error is on disk, and survives
-// a crash of the process or of the machine, on storage that honours fsync.
+// ReplayAllDead, PurgeDead, PurgeAllDead; ReplayDead and PurgeDead with no
+// ids write nothing) returns only after its transaction is committed and
+// fsynced: a Schedule (a publish) that returned without error is on disk,
+// and survives a crash of the process or of the machine, on storage that
+// honours fsync.
 // A call that returned an error changed nothing, with one exception: when
 // the commit itself fails (an I/O error while writing or fsyncing the file;
 // the error says "commit" and is logged), whether that transaction reached

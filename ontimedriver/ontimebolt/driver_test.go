@@ -570,14 +570,14 @@ func TestDeadLetters(t *testing.T) {
 	if err := d.Cancel(ctx, "q", "d2"); err != nil {
 		t.Fatal(err)
 	}
-	n, _ = d.ReplayDead(ctx, "q", nil)
+	n, _ = d.ReplayAllDead(ctx, "q")
 	if n != 2 {
-		t.Errorf("ReplayDead(nil) = %d, want 2", n)
+		t.Errorf("ReplayAllDead = %d, want 2", n)
 	}
 	kill("d5")
 	kill("d6")
-	if n, _ := d.PurgeDead(ctx, "q", nil); n != 2 {
-		t.Errorf("PurgeDead(nil) = %d, want 2", n)
+	if n, _ := d.PurgeAllDead(ctx, "q"); n != 2 {
+		t.Errorf("PurgeAllDead = %d, want 2", n)
 	}
 	if c, _ := d.Count(ctx, "q"); c.Dead != 0 {
 		t.Errorf("dead count %d, want 0", c.Dead)
@@ -666,8 +666,12 @@ func TestClose(t *testing.T) {
 	_, calls["Count"] = d.Count(ctx, "q")
 	_, calls["Topics"] = d.Topics(ctx)
 	_, calls["ListDead"] = d.ListDead(ctx, "q", ontimedriver.ListOptions{})
-	_, calls["ReplayDead"] = d.ReplayDead(ctx, "q", nil)
-	_, calls["PurgeDead"] = d.PurgeDead(ctx, "q", nil)
+	_, calls["ReplayDead"] = d.ReplayDead(ctx, "q", []string{"a"})
+	_, calls["ReplayDeadEmpty"] = d.ReplayDead(ctx, "q", nil)
+	_, calls["ReplayAllDead"] = d.ReplayAllDead(ctx, "q")
+	_, calls["PurgeDead"] = d.PurgeDead(ctx, "q", []string{"a"})
+	_, calls["PurgeDeadEmpty"] = d.PurgeDead(ctx, "q", nil)
+	_, calls["PurgeAllDead"] = d.PurgeAllDead(ctx, "q")
 	_, _, calls["Subscribe"] = d.Subscribe(ctx, "q")
 	calls["Ping"] = d.Ping(ctx)
 	for name, err := range calls {

@@ -39,7 +39,8 @@ type Options struct {
 	NoFreelistSync bool
 
 	// MaxBatch caps how many concurrent write calls (Schedule, Claim,
-	// Settle, Extend, Cancel, ReplayDead, PurgeDead) share one transaction
+	// Settle, Extend, Cancel, ReplayDead, ReplayAllDead, PurgeDead,
+	// PurgeAllDead) share one transaction
 	// and one fsync. Default 128.
 	MaxBatch int
 

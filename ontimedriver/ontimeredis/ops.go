@@ -554,8 +554,18 @@ func (d *Driver) deadIDs(ctx context.Context, k keys) ([]string, error) {
 	return ids, nil
 }
 
-// ReplayDead moves dead letters back to scheduled, due now.
+// ReplayDead moves the dead letters ids names back to scheduled, due now.
+// Empty ids replay nothing.
 func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (int, error) {
+	return d.replayDead(ctx, topic, ids, false)
+}
+
+// ReplayAllDead moves every dead letter of the topic back to scheduled.
+func (d *Driver) ReplayAllDead(ctx context.Context, topic string) (int, error) {
+	return d.replayDead(ctx, topic, nil, true)
+}
+
+func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all bool) (int, error) {
 	if d.closed.Load() {
 		return 0, errClosed
 	}
@@ -563,11 +573,14 @@ func (d *Driver) ReplayDead(ctx context.Context, topic string, ids []string) (in
 		return 0, nil
 	}
 	k := d.keys(topic)
-	if ids == nil {
+	if all {
 		var err error
 		if ids, err = d.deadIDs(ctx, k); err != nil {
 			return 0, err
 		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
 	}
 	if err := d.register(ctx, topic); err != nil {
 		return 0, err
@@ -599,8 +612,20 @@ func (d *Driver) evalChunks(ctx context.Context, s *script, keys []string, args 
 	return total, nil
 }
 
-// PurgeDead deletes dead letters.
+// PurgeDead deletes the dead letters ids names. Empty ids delete nothing.
 func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int, error) {
+	if d.closed.Load() {
+		return 0, errClosed
+	}
+	if !d.deadEnabled() || len(ids) == 0 {
+		return 0, nil
+	}
+	k := d.keys(topic)
+	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, []any{"ids"}, ids)
+}
+
+// PurgeAllDead deletes every dead letter of the topic.
+func (d *Driver) PurgeAllDead(ctx context.Context, topic string) (int, error) {
 	if d.closed.Load() {
 		return 0, errClosed
 	}
@@ -608,12 +633,9 @@ func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int
 		return 0, nil
 	}
 	k := d.keys(topic)
-	if ids == nil {
-		res, err := d.eval(ctx, sPurge, []string{k.dead, k.dmsg})
-		if err != nil {
-			return 0, err
-		}
-		return int(replyInt(res)), nil
+	res, err := d.eval(ctx, sPurge, []string{k.dead, k.dmsg}, "all")
+	if err != nil {
+		return 0, err
 	}
-	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, nil, ids)
+	return int(replyInt(res)), nil
 }

@@ -24,7 +24,7 @@ const (
 	ExitExists       = 4 // if_absent and the id exists
 	ExitUnavailable  = 5 // server or store unreachable, 503
 	ExitUnauthorized = 6 // missing or wrong token
-	ExitInvalid      = 7 // the server refused the request (400, 413)
+	ExitInvalid      = 7 // the server refused the request (400, 403, 413)
 )
 
 // exitError carries an exit code.
@@ -107,7 +107,9 @@ The verbs talk to a server (--server, ONTIME_SERVER; default http://127.0.0.1:80
 or straight to Redis (--redis URL). See docs/server.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       Version(),
 	}
+	root.SetVersionTemplate("ontime {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &flagErr{fmt.Errorf("%w\nsee '%s --help'", err, c.CommandPath())}
 	})

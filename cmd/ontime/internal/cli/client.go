@@ -84,6 +84,7 @@ func (o *clientOpts) connect(e *env) (*apiClient, error) {
 			return nil, usageErr("--redis: %v", err)
 		}
 		log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		store.RouteRedisLogs(log)
 		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Layout: o.redisLayout, Prefix: o.redisPrefix}, log)
 		if err != nil {
 			return nil, &exitError{code: ExitUnavailable, err: err}
@@ -165,7 +166,7 @@ func exitCode(status int) int {
 		return ExitNotFound
 	case status == http.StatusConflict:
 		return ExitExists
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case status == http.StatusUnauthorized:
 		return ExitUnauthorized
 	case status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
 		return ExitUnavailable

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,46 @@ tokens = ["file-token"]
 	}
 }
 
+// TestServeTopicsConfig: serve_topics defaults to every topic on the native
+// layout and to none (the configured topics only) on the compat layout;
+// the file, ONTIME_SERVE_TOPICS and --serve-topics set it, an empty value
+// included.
+func TestServeTopicsConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	if err := os.WriteFile(file, []byte("redis = \"redis://x\"\nredis_layout = \"compat\"\nserve_topics = [\"py.*\", \"one\"]\n[topics.mine]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"native default", nil, nil, "[*]"},
+		{"compat default", nil, []string{"--redis", "redis://x", "--redis-layout", "compat"}, "[]"},
+		{"file", nil, []string{"--config", file}, "[py.* one]"},
+		{"env over file", map[string]string{"ONTIME_SERVE_TOPICS": "a, b*"}, []string{"--config", file}, "[a b*]"},
+		{"empty flag", nil, []string{"--serve-topics", ""}, "[]"},
+	} {
+		cfg, err := loadFor(t, c.env, c.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := fmt.Sprint(cfg.ServeTopics); got != c.want {
+			t.Errorf("%s: serve_topics %s, want %s", c.name, got, c.want)
+		}
+	}
+	cfg, err := loadFor(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]bool{"mine": true, "one": true, "py.x": true, "py": false, "other": false} {
+		if cfg.Serves(topic) != want {
+			t.Errorf("Serves(%q) = %v, want %v", topic, !want, want)
+		}
+	}
+}
+
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -107,6 +148,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"kafka bad broker", nil, []string{"--config", write("m.toml", "[topics.t.target]\ntype = \"kafka\"\nbrokers = [\"nohost\"]\n")}, `target.brokers: "nohost": want host:port`},
 		{"kafka bad key", nil, []string{"--config", write("n.toml", "[topics.t.target]\ntype = \"kafka\"\nbrokers = [\"k:9092\"]\nkey = \"body\"\n")}, `target.key "body"`},
 		{"kafka bad topic", nil, []string{"--config", write("o.toml", "[topics.t.target]\ntype = \"kafka\"\nbrokers = [\"k:9092\"]\nkafka_topic = \"a b\"\n")}, "target.kafka_topic"},
+		{"max_inflight_bytes below the largest request", nil, []string{"--max-inflight-bytes", "1000000"}, "max_inflight_bytes 1000000 is below the largest request"},
+		{"negative read_timeout", map[string]string{"ONTIME_READ_TIMEOUT": "-1s"}, nil, "read_timeout is negative"},
+		{"bad serve_topics pattern", nil, []string{"--serve-topics", "ok.*,a b*"}, `serve_topics[1] "a b*"`},
+		{"dot topic in serve_topics", nil, []string{"--serve-topics", ".."}, `serve_topics[0] ".."`},
 		{"bad topic name", nil, []string{"--config", write("f.toml", "[topics.\"a b\"]\nconcurrency = 1\n")}, "topics.a b"},
 		{"retry max_attempts below -1", nil, []string{"--config", write("h.toml", "[topics.t]\nretry = { max_attempts = -2 }\n")}, "retry.max_attempts -2"},
 		{"retry max_attempts 0 in a topic", nil, []string{"--config", write("j.toml", "[topics.t]\nretry = { max_attempts = 0 }\n")}, `"topics.t.retry.max_attempts"): 0: a timer needs at least 1 delivery`},

@@ -23,17 +23,20 @@ import (
 
 // serveFlags maps flag names to config keys.
 var serveFlags = map[string]string{
-	"listen":            "listen",
-	"data-dir":          "data_dir",
-	"redis":             "redis",
-	"redis-layout":      "redis_layout",
-	"redis-prefix":      "redis_prefix",
-	"max-body-bytes":    "max_body_bytes",
-	"tokens":            "tokens",
-	"discover-interval": "discover_interval",
-	"shutdown-timeout":  "shutdown_timeout",
-	"log-level":         "log_level",
-	"log-format":        "log_format",
+	"listen":             "listen",
+	"data-dir":           "data_dir",
+	"redis":              "redis",
+	"redis-layout":       "redis_layout",
+	"redis-prefix":       "redis_prefix",
+	"max-body-bytes":     "max_body_bytes",
+	"read-timeout":       "read_timeout",
+	"max-inflight-bytes": "max_inflight_bytes",
+	"tokens":             "tokens",
+	"serve-topics":       "serve_topics",
+	"discover-interval":  "discover_interval",
+	"shutdown-timeout":   "shutdown_timeout",
+	"log-level":          "log_level",
+	"log-format":         "log_format",
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -61,8 +64,11 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis-layout", "native", "Redis layout: native or compat (env ONTIME_REDIS_LAYOUT)")
 	f.String("redis-prefix", "", "Redis key prefix (env ONTIME_REDIS_PREFIX)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
+	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
+	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
 	f.String("tokens", "", "comma-separated bearer tokens; turns auth on (env ONTIME_TOKENS)")
-	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics (env ONTIME_DISCOVER_INTERVAL)")
+	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
+	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
 	f.String("log-level", "info", "debug, info, warn or error (env ONTIME_LOG_LEVEL)")
 	f.String("log-format", "text", "text or json (env ONTIME_LOG_FORMAT)")
@@ -98,6 +104,9 @@ func loadServeConfig(fs *pflag.FlagSet, path string, lookup func(string) (string
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if lim := server.BatchRequestLimit(cfg.MaxBodyBytes); cfg.MaxInflightBytes != 0 && cfg.MaxInflightBytes < lim {
+		return nil, fmt.Errorf("max_inflight_bytes %d is below the largest request the API takes (%d, from max_body_bytes): such a request could never be read", cfg.MaxInflightBytes, lim)
+	}
 	return &cfg, nil
 }
 
@@ -125,6 +134,7 @@ func libraryBodyLimit(maxBody int64) int { return int(maxBody) + 1<<20 }
 
 func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	log := newLogger(stderr, cfg.LogLevel, cfg.LogFormat)
+	store.RouteRedisLogs(log)
 	st, err := openStore(cfg, log)
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: fmt.Errorf("open store: %w", err)}
@@ -156,17 +166,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	api := server.New(server.Options{
 		Client: client, Dispatcher: disp, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
+		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: err}
 	}
-	srv := &http.Server{
-		Handler:           api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := server.NewHTTPServer(api, log)
 	disp.Start()
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {

@@ -146,7 +146,10 @@ func newCancelCmd(e *env) *cobra.Command {
 }
 
 func newGetCmd(e *env) *cobra.Command {
-	var o clientOpts
+	var (
+		o   clientOpts
+		raw bool
+	)
 	cmd := &cobra.Command{
 		Use:   "get TOPIC ID",
 		Short: "Show a timer (exit 3 if there is none)",
@@ -157,20 +160,21 @@ func newGetCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer c.close()
-			var raw json.RawMessage
-			if err := c.do(cmd.Context(), http.MethodGet, topicPath(a[0])+"/timers/"+url.PathEscape(a[1]), nil, &raw); err != nil {
+			var data json.RawMessage
+			if err := c.do(cmd.Context(), http.MethodGet, topicPath(a[0])+"/timers/"+url.PathEscape(a[1]), nil, &data); err != nil {
 				return err
 			}
 			if o.json {
-				return printJSON(e.stdout, raw)
+				return printJSON(e.stdout, data)
 			}
 			var t wire.Timer
-			if err := json.Unmarshal(raw, &t); err != nil {
+			if err := json.Unmarshal(data, &t); err != nil {
 				return err
 			}
+			out := newOutput(e, raw)
 			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "id:\t%s\n", t.ID)
-			fmt.Fprintf(w, "topic:\t%s\n", t.Topic)
+			fmt.Fprintf(w, "id:\t%s\n", out.s(t.ID))
+			fmt.Fprintf(w, "topic:\t%s\n", out.s(t.Topic))
 			fmt.Fprintf(w, "due:\t%s UTC (%s)\n", humanTime(t.DueAt), relative(t.DueAt))
 			fmt.Fprintf(w, "state:\t%s\n", t.State)
 			fmt.Fprintf(w, "attempt:\t%d\n", t.Attempt)
@@ -178,26 +182,32 @@ func newGetCmd(e *env) *cobra.Command {
 				fmt.Fprintf(w, "lease until:\t%s UTC\n", humanTime(*t.LeaseUntil))
 			}
 			if t.LastError != "" {
-				fmt.Fprintf(w, "last error:\t%s\n", t.LastError)
+				fmt.Fprintf(w, "last error:\t%s\n", out.s(t.LastError))
 			}
-			fmt.Fprintf(w, "correlation id:\t%s\n", t.CorrelationID)
+			fmt.Fprintf(w, "correlation id:\t%s\n", out.s(t.CorrelationID))
 			keys := make([]string, 0, len(t.Headers))
 			for k := range t.Headers {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				fmt.Fprintf(w, "header:\t%s=%s\n", k, t.Headers[k])
+				fmt.Fprintf(w, "header:\t%s=%s\n", out.s(k), out.s(t.Headers[k]))
 			}
 			if t.ContentType != "" {
-				fmt.Fprintf(w, "content type:\t%s\n", t.ContentType)
+				fmt.Fprintf(w, "content type:\t%s\n", out.s(t.ContentType))
 			}
-			fmt.Fprintf(w, "body:\t%s\n", bodyText(t.ContentType, t.Body, t.BodyBase64))
+			fmt.Fprintf(w, "body:\t%s\n", out.s(bodyText(t.ContentType, t.Body, t.BodyBase64)))
 			return w.Flush()
 		},
 	}
 	addClientFlags(cmd, &o)
+	addRawFlag(cmd, &raw)
 	return cmd
+}
+
+// addRawFlag adds --raw to a verb that prints stored data.
+func addRawFlag(cmd *cobra.Command, raw *bool) {
+	cmd.Flags().BoolVar(raw, "raw", false, "print ids, bodies and headers as they are even on a terminal (by default control characters are escaped there, e.g. \\x1b)")
 }
 
 // bodyText renders a body field for a table or a watch line.
@@ -223,6 +233,7 @@ func newLsCmd(e *env) *cobra.Command {
 		limit  int
 		before string
 		cursor string
+		raw    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ls [TOPIC]",
@@ -234,22 +245,23 @@ func newLsCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer c.close()
+			out := newOutput(e, raw)
 			if len(a) == 0 {
-				var raw json.RawMessage
-				if err := c.do(cmd.Context(), http.MethodGet, "/v1/topics", nil, &raw); err != nil {
+				var data json.RawMessage
+				if err := c.do(cmd.Context(), http.MethodGet, "/v1/topics", nil, &data); err != nil {
 					return err
 				}
 				if o.json {
-					return printJSON(e.stdout, raw)
+					return printJSON(e.stdout, data)
 				}
 				var ts []wire.TopicStats
-				if err := json.Unmarshal(raw, &ts); err != nil {
+				if err := json.Unmarshal(data, &ts); err != nil {
 					return err
 				}
 				w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "TOPIC\tSCHEDULED\tLEASED\tDEAD")
 				for _, t := range ts {
-					fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", t.Topic, t.Scheduled, t.Leased, t.Dead)
+					fmt.Fprintf(w, "%s\t%d\t%d\t%d\n", out.s(t.Topic), t.Scheduled, t.Leased, t.Dead)
 				}
 				return w.Flush()
 			}
@@ -267,22 +279,22 @@ func newLsCmd(e *env) *cobra.Command {
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			var raw json.RawMessage
-			if err := c.do(cmd.Context(), http.MethodGet, path, nil, &raw); err != nil {
+			var data json.RawMessage
+			if err := c.do(cmd.Context(), http.MethodGet, path, nil, &data); err != nil {
 				return err
 			}
 			if o.json {
-				return printJSON(e.stdout, raw)
+				return printJSON(e.stdout, data)
 			}
 			var page wire.TimerPage
-			if err := json.Unmarshal(raw, &page); err != nil {
+			if err := json.Unmarshal(data, &page); err != nil {
 				return err
 			}
 			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tDUE (UTC)\tIN\tSTATE\tATTEMPT\tBODY")
 			for _, t := range page.Timers {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, humanTime(t.DueAt), relative(t.DueAt), t.State, t.Attempt,
-					truncate(bodyText(t.ContentType, t.Body, t.BodyBase64), 60))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", out.s(t.ID), humanTime(t.DueAt), relative(t.DueAt), t.State, t.Attempt,
+					out.s(truncate(bodyText(t.ContentType, t.Body, t.BodyBase64), 60)))
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -297,6 +309,7 @@ func newLsCmd(e *env) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (1-1000; default 100)")
 	cmd.Flags().StringVar(&before, "before", "", "only timers due before this RFC 3339 instant")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page after a previous listing")
+	addRawFlag(cmd, &raw)
 	return cmd
 }
 
@@ -347,18 +360,26 @@ func newDeadCmd(e *env) *cobra.Command {
 	var (
 		o             clientOpts
 		replay, purge bool
+		all, raw      bool
 		limit         int
 		cursor        string
 	)
 	cmd := &cobra.Command{
-		Use:   "dead TOPIC [ID...]",
-		Short: "List a topic's dead letters; --replay or --purge them (the IDs given, or all)",
+		Use:   "dead TOPIC [(--replay | --purge) (ID... | --all)]",
+		Short: "List a topic's dead letters; --replay or --purge them (the IDs given, or every one with --all)",
 		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if replay && purge {
-				return usageErr("give --replay or --purge, not both")
-			}
 			topic, ids := a[0], a[1:]
+			switch {
+			case replay && purge:
+				return usageErr("give --replay or --purge, not both")
+			case (replay || purge) && all && len(ids) > 0:
+				return usageErr("give IDs or --all, not both")
+			case (replay || purge) && !all && len(ids) == 0:
+				return usageErr("name the dead letters (ID...) or give --all for every one of %s", topic)
+			case !replay && !purge && all:
+				return usageErr("--all goes with --replay or --purge")
+			}
 			c, err := o.connect(e)
 			if err != nil {
 				return err
@@ -369,10 +390,7 @@ func newDeadCmd(e *env) *cobra.Command {
 				if purge {
 					op, verb = "dead:purge", "purged"
 				}
-				var body any
-				if len(ids) > 0 {
-					body = wire.IDs{IDs: ids}
-				}
+				body := wire.DeadSelect{IDs: ids, All: all}
 				var n wire.Count
 				if err := c.do(cmd.Context(), http.MethodPost, topicPath(topic)+"/"+op, body, &n); err != nil {
 					return err
@@ -397,22 +415,23 @@ func newDeadCmd(e *env) *cobra.Command {
 			if len(q) > 0 {
 				path += "?" + q.Encode()
 			}
-			var raw json.RawMessage
-			if err := c.do(cmd.Context(), http.MethodGet, path, nil, &raw); err != nil {
+			var data json.RawMessage
+			if err := c.do(cmd.Context(), http.MethodGet, path, nil, &data); err != nil {
 				return err
 			}
 			if o.json {
-				return printJSON(e.stdout, raw)
+				return printJSON(e.stdout, data)
 			}
 			var page wire.DeadPage
-			if err := json.Unmarshal(raw, &page); err != nil {
+			if err := json.Unmarshal(data, &page); err != nil {
 				return err
 			}
+			out := newOutput(e, raw)
 			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tDIED (UTC)\tATTEMPT\tREASON\tLAST ERROR\tBODY")
 			for _, d := range page.Dead {
-				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", d.ID, humanTime(d.DiedAt), d.Attempt, d.Reason,
-					truncate(d.LastError, 50), truncate(bodyText(d.ContentType, d.Body, d.BodyBase64), 40))
+				fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", out.s(d.ID), humanTime(d.DiedAt), d.Attempt, out.s(d.Reason),
+					out.s(truncate(d.LastError, 50)), out.s(truncate(bodyText(d.ContentType, d.Body, d.BodyBase64), 40)))
 			}
 			if err := w.Flush(); err != nil {
 				return err
@@ -426,6 +445,8 @@ func newDeadCmd(e *env) *cobra.Command {
 	addClientFlags(cmd, &o)
 	cmd.Flags().BoolVar(&replay, "replay", false, "schedule the dead letters again, due now")
 	cmd.Flags().BoolVar(&purge, "purge", false, "delete the dead letters")
+	addRawFlag(cmd, &raw)
+	cmd.Flags().BoolVar(&all, "all", false, "with --replay or --purge: every dead letter of the topic (without it, name the IDs)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (1-1000; default 100)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page after a previous listing")
 	return cmd

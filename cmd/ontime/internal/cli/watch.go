@@ -18,7 +18,10 @@ import (
 )
 
 func newWatchCmd(e *env) *cobra.Command {
-	var o clientOpts
+	var (
+		o   clientOpts
+		raw bool
+	)
 	cmd := &cobra.Command{
 		Use:   "watch TOPIC",
 		Short: "Print each message of TOPIC at its due time, as \"2026-11-22 10:15:03: <body>\" (UTC)",
@@ -28,7 +31,10 @@ func newWatchCmd(e *env) *cobra.Command {
 Against a server the messages stream over server-sent events: while a watcher
 is connected the server gives it the topic's timers instead of the topic's
 target, and acks each after it was written. With --redis the command is a
-worker of the topic itself. Line breaks inside a body print as \n.`,
+worker of the topic itself. Line breaks inside a body print as \n. On a
+terminal, other control characters are escaped too (\x1b for ESC), so that a
+message cannot take over the terminal; --raw and --json print them as they
+are.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := o.connect(e)
@@ -36,22 +42,24 @@ worker of the topic itself. Line breaks inside a body print as \n.`,
 				return err
 			}
 			defer c.close()
+			out := newOutput(e, raw)
 			if c.client != nil {
-				return watchWorker(cmd.Context(), c, a[0], e, o.json)
+				return watchWorker(cmd.Context(), c, a[0], e, out, o.json)
 			}
-			return watchServer(cmd.Context(), c, a[0], e, o.json)
+			return watchServer(cmd.Context(), c, a[0], e, out, o.json)
 		},
 	}
 	addClientFlags(cmd, &o)
+	addRawFlag(cmd, &raw)
 	return cmd
 }
 
 // watchWorker runs a worker for topic that prints each message: its watch
 // line, or with asJSON the same event JSON a server's stream carries.
-func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, asJSON bool) error {
+func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, out output, asJSON bool) error {
 	w := ontime.NewWorker(c.client, nil)
 	err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
-		line := wire.WatchLine(m.Due, m.Body)
+		line := out.s(wire.WatchLine(m.Due, m.Body))
 		if asJSON {
 			b, err := json.Marshal(wire.NewEvent(m.ID, m.Topic, m.Due, m.Attempt, m.Headers, m.CorrelationID, m.ContentType, m.Body))
 			if err != nil {
@@ -71,11 +79,11 @@ func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, asJSON
 
 // watchServer streams topic from the server, reconnecting after errors
 // other than a refused request.
-func watchServer(ctx context.Context, c *apiClient, topic string, e *env, asJSON bool) error {
+func watchServer(ctx context.Context, c *apiClient, topic string, e *env, out output, asJSON bool) error {
 	hc := &http.Client{Transport: c.hc.Transport} // no overall timeout: a stream lasts
 	var backoff time.Duration
 	for {
-		connected, err := streamOnce(ctx, hc, c, topic, e, asJSON)
+		connected, err := streamOnce(ctx, hc, c, topic, e, out, asJSON)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -97,7 +105,7 @@ func watchServer(ctx context.Context, c *apiClient, topic string, e *env, asJSON
 }
 
 // streamOnce reads one event stream until it ends.
-func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string, e *env, asJSON bool) (connected bool, err error) {
+func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string, e *env, out output, asJSON bool) (connected bool, err error) {
 	req, err := c.request(ctx, http.MethodGet, topicPath(topic)+"/watch", nil)
 	if err != nil {
 		return false, err
@@ -127,7 +135,7 @@ func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string
 		switch {
 		case line == "":
 			if event == "timer" && data != "" {
-				if err := printEvent(e, data, asJSON); err != nil {
+				if err := printEvent(e, out, data, asJSON); err != nil {
 					return true, err
 				}
 			}
@@ -145,7 +153,7 @@ func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string
 	}
 }
 
-func printEvent(e *env, data string, asJSON bool) error {
+func printEvent(e *env, out output, data string, asJSON bool) error {
 	if asJSON {
 		_, err := fmt.Fprintln(e.stdout, data)
 		return err
@@ -159,6 +167,6 @@ func printEvent(e *env, data string, asJSON bool) error {
 	if err != nil {
 		body = ev.Body
 	}
-	_, err = fmt.Fprintln(e.stdout, wire.WatchLine(ev.DueAt, body))
+	_, err = fmt.Fprintln(e.stdout, out.s(wire.WatchLine(ev.DueAt, body)))
 	return err
 }

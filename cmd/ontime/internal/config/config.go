@@ -15,8 +15,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/kafkadelay"
-	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // Defaults of the server configuration.
@@ -27,6 +27,7 @@ const (
 	DefaultDiscover        = time.Second
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultHTTPTimeout     = 10 * time.Second
+	DefaultReadTimeout     = 30 * time.Second
 	DefaultServer          = "http://127.0.0.1:8080"
 )
 
@@ -50,12 +51,35 @@ type Config struct {
 	RedisPrefix string `toml:"redis_prefix"`
 	// MaxBodyBytes caps a message body. Default 1 MiB.
 	MaxBodyBytes int64 `toml:"max_body_bytes"`
+	// ReadTimeout bounds reading a request's body once its headers have
+	// arrived (headers have 10s); a slower client gets 408 and its
+	// connection is closed. Requests without a body, such as watch streams,
+	// are not bounded. Default 30s.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// MaxInflightBytes caps the request bodies the API reads and handles at
+	// once, counted by their declared size (a chunked one as its endpoint's
+	// largest request); one that does not fit answers 503 with Retry-After
+	// before its body is read. Default 0: four of the largest requests (64
+	// MiB with the default MaxBodyBytes). It must be at least the largest
+	// request.
+	MaxInflightBytes int64 `toml:"max_inflight_bytes"`
 	// Tokens turns on bearer-token auth: every endpoint but /healthz and
 	// /readyz then needs "Authorization: Bearer <one of them>". Default none
 	// (auth off).
 	Tokens []string `toml:"tokens"`
-	// DiscoverInterval is how often the server looks for topics it does not
-	// serve yet. Default 1s.
+	// ServeTopics names the topics, besides the configured ones ([topics.NAME]),
+	// whose timers this server delivers: names or patterns where * matches
+	// any run of characters ("billing.*", "*"). The server starts a worker
+	// for a matching topic when the API schedules a timer on it, and finds
+	// matching topics written by other processes every DiscoverInterval.
+	// A topic that matches nothing and is not configured is never delivered
+	// by this server (its timers stay for their own consumers) and cannot
+	// be watched. Default: ["*"] (every topic) with the native layout; []
+	// (only the configured topics) with the compat layout, whose keyspace
+	// belongs to faststream-redis-timers consumers.
+	ServeTopics []string `toml:"serve_topics"`
+	// DiscoverInterval is how often the server looks for topics matching
+	// ServeTopics that it does not serve yet. Default 1s.
 	DiscoverInterval Duration `toml:"discover_interval"`
 	// ShutdownTimeout bounds a graceful stop. Default 15s.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
@@ -205,7 +229,8 @@ var envKeys = []string{
 	"ONTIME_LISTEN", "ONTIME_DATA_DIR", "ONTIME_REDIS", "ONTIME_REDIS_LAYOUT",
 	"ONTIME_REDIS_PREFIX", "ONTIME_MAX_BODY_BYTES", "ONTIME_TOKENS",
 	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
-	"ONTIME_LOG_FORMAT",
+	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
+	"ONTIME_MAX_INFLIGHT_BYTES",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -240,12 +265,16 @@ func (c *Config) Set(key, v string) error {
 		c.RedisLayout = v
 	case "redis_prefix":
 		c.RedisPrefix = v
-	case "max_body_bytes":
+	case "max_body_bytes", "max_inflight_bytes":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
 		}
-		c.MaxBodyBytes = n
+		if key == "max_body_bytes" {
+			c.MaxBodyBytes = n
+		} else {
+			c.MaxInflightBytes = n
+		}
 	case "tokens":
 		c.Tokens = nil
 		for _, t := range strings.Split(v, ",") {
@@ -253,15 +282,25 @@ func (c *Config) Set(key, v string) error {
 				c.Tokens = append(c.Tokens, t)
 			}
 		}
-	case "discover_interval", "shutdown_timeout":
+	case "serve_topics":
+		c.ServeTopics = []string{} // given, even empty: only the configured topics
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.ServeTopics = append(c.ServeTopics, t)
+			}
+		}
+	case "discover_interval", "shutdown_timeout", "read_timeout":
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return err
 		}
-		if key == "discover_interval" {
+		switch key {
+		case "discover_interval":
 			c.DiscoverInterval = Duration(d)
-		} else {
+		case "shutdown_timeout":
 			c.ShutdownTimeout = Duration(d)
+		default:
+			c.ReadTimeout = Duration(d)
 		}
 	case "log_level":
 		c.LogLevel = v
@@ -287,11 +326,21 @@ func (c *Config) Fill() {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.ServeTopics == nil {
+		if c.RedisLayout == "compat" {
+			c.ServeTopics = []string{}
+		} else {
+			c.ServeTopics = []string{"*"}
+		}
+	}
 	if c.DiscoverInterval == 0 {
 		c.DiscoverInterval = Duration(DefaultDiscover)
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = Duration(DefaultReadTimeout)
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
@@ -324,11 +373,22 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes %d is negative", c.MaxBodyBytes)
 	}
+	for i, p := range c.ServeTopics {
+		if err := checkTopicPattern(p); err != nil {
+			bad("serve_topics[%d] %q: %v", i, p, err)
+		}
+	}
 	if c.DiscoverInterval < Duration(10*time.Millisecond) {
 		bad("discover_interval %s is below 10ms", c.DiscoverInterval.D())
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout is negative")
+	}
+	if c.ReadTimeout < 0 {
+		bad("read_timeout is negative")
+	}
+	if c.MaxInflightBytes < 0 {
+		bad("max_inflight_bytes %d is negative", c.MaxInflightBytes)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -349,7 +409,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	for name, t := range c.Topics {
-		if err := ontimedriver.ValidateTopic(name); err != nil {
+		if err := wire.ValidateTopic(name); err != nil {
 			bad("topics.%s: %v", name, err)
 			continue
 		}
@@ -486,4 +546,60 @@ func (t *Target) SecretValue() string {
 		return os.Getenv(t.SecretEnv)
 	}
 	return t.Secret
+}
+
+// checkTopicPattern checks a serve_topics entry: a topic name in which *
+// may stand for any run of characters.
+func checkTopicPattern(p string) error {
+	if !strings.Contains(p, "*") {
+		return wire.ValidateTopic(p)
+	}
+	if len(p) > 200 {
+		return errors.New("longer than 200 characters")
+	}
+	for _, r := range p {
+		if r != '*' && !strings.ContainsRune(topicChars, r) {
+			return fmt.Errorf("character %q is not allowed in a topic (letters, digits and . _ - : / @ + ~; * in patterns)", r)
+		}
+	}
+	return nil
+}
+
+const topicChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@+~"
+
+// Serves reports whether topic is delivered by this server: configured in
+// [topics.NAME], or matching an entry of ServeTopics.
+func (c *Config) Serves(topic string) bool {
+	if _, ok := c.Topics[topic]; ok {
+		return true
+	}
+	for _, p := range c.ServeTopics {
+		if MatchTopic(p, topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchTopic reports whether topic matches pattern, in which * stands for
+// any run of characters (including none, "/" included) and every other
+// character for itself.
+func MatchTopic(pattern, topic string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == topic
+	}
+	if !strings.HasPrefix(topic, parts[0]) {
+		return false
+	}
+	topic = topic[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(topic, part)
+		if i < 0 {
+			return false
+		}
+		topic = topic[i+len(part):]
+	}
+	return len(topic) >= len(last) && strings.HasSuffix(topic, last)
 }

@@ -18,6 +18,10 @@ import (
 // ErrClosed is returned by Watch after Shutdown began.
 var ErrClosed = errors.New("delivery: shutting down")
 
+// ErrNotServed is returned by Watch for a topic this server does not
+// deliver (neither configured nor matching serve_topics).
+var ErrNotServed = errors.New("delivery: topic not served by this server")
+
 // Options configure a Dispatcher.
 type Options struct {
 	Client *ontime.Client
@@ -31,10 +35,12 @@ type Options struct {
 	ReapAfter time.Duration
 }
 
-// Dispatcher runs one ontime.Worker per topic. Topics come from the
-// configuration (started at once), from Ensure (called by the API when it
-// schedules a timer) and from polling the store's topic list every
-// Config.DiscoverInterval (timers published by other processes). A Worker
+// Dispatcher runs one ontime.Worker per topic it serves. Topics come from
+// the configuration (started at once), from Ensure (called by the API when
+// it schedules a timer) and from polling the store's topic list every
+// Config.DiscoverInterval (timers published by other processes); the last
+// two only for topics that Config.Serves (serve_topics), so a server never
+// takes the timers of topics that belong to other consumers. A Worker
 // cannot take handlers after it runs, so each topic has its own.
 type Dispatcher struct {
 	o   Options
@@ -116,20 +122,33 @@ func warnUnsigned(log *slog.Logger, topic string, tc *config.Target) {
 	}
 }
 
-// Start starts the configured topics and the discovery loop.
+// Start starts the configured topics and, when serve_topics has an entry,
+// the discovery loop.
 func (d *Dispatcher) Start() {
 	for name := range d.o.Config.Topics {
 		d.Ensure(name)
 	}
+	if len(d.o.Config.ServeTopics) == 0 {
+		close(d.discoverDone) // only the configured topics: nothing to discover
+		d.log.Info("delivering only the configured topics (serve_topics is empty)", "topics", len(d.o.Config.Topics))
+		return
+	}
 	go d.discover()
 }
 
-// Ensure makes sure topic has a running worker. It is cheap when it has.
+// Ensure makes sure topic has a running worker if this server serves it
+// (Config.Serves). It is cheap when it has.
 func (d *Dispatcher) Ensure(topic string) {
 	d.ensure(topic)
 }
 
+// Serves reports whether this server delivers topic.
+func (d *Dispatcher) Serves(topic string) bool { return d.o.Config.Serves(topic) }
+
 func (d *Dispatcher) ensure(topic string) *topicRun {
+	if !d.o.Config.Serves(topic) {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closing {
@@ -222,7 +241,7 @@ func (d *Dispatcher) discover() {
 		}
 		failing = false
 		for _, name := range topics {
-			d.ensure(name)
+			d.ensure(name) // only those it serves
 		}
 		d.reap()
 	}
@@ -374,6 +393,9 @@ type Watcher struct {
 // Watch connects a watcher to topic, starting the topic's worker if needed.
 // Close it when done.
 func (d *Dispatcher) Watch(topic string) (*Watcher, error) {
+	if !d.Serves(topic) {
+		return nil, ErrNotServed
+	}
 	tr := d.ensure(topic)
 	if tr == nil {
 		d.mu.Lock()

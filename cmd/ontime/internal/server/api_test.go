@@ -220,6 +220,14 @@ func TestAuth(t *testing.T) {
 	e.want(e.do("GET", "/v1/openapi.json", nil), 401, "unauthorized")
 	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer s3cret"), 200, "")
 	e.want(e.do("GET", "/v1/topics", nil, "Authorization", "Bearer other"), 200, "")
+	// The scheme is case-insensitive (RFC 9110, 11.1); one or more spaces
+	// follow it. Only the token itself must match exactly.
+	for _, h := range []string{"bearer s3cret", "BEARER s3cret", "bEaReR other", "Bearer   s3cret"} {
+		e.want(e.do("GET", "/v1/topics", nil, "Authorization", h), 200, "")
+	}
+	for _, h := range []string{"Bearers3cret", "Basic s3cret", "Bearer S3CRET", "Bearer", "Bearer "} {
+		e.want(e.do("GET", "/v1/topics", nil, "Authorization", h), 401, "unauthorized")
+	}
 	e.want(e.do("GET", "/healthz", nil), 200, "")
 	e.want(e.do("GET", "/readyz", nil), 200, "")
 	// Nothing was stored by the refused publish.
@@ -253,8 +261,33 @@ func TestDeadLetters(t *testing.T) {
 	if n.Count != 0 {
 		t.Errorf("purged %d unknown ids", n.Count)
 	}
+	// An empty or missing list never means "all": each of these is
+	// refused and the dead letter stays.
+	for _, op := range []string{"dead:replay", "dead:purge"} {
+		for _, c := range []struct{ body, code string }{
+			{"", "missing_ids"},
+			{`{}`, "missing_ids"},
+			{`{"ids": null}`, "missing_ids"},
+			{`{"ids": []}`, "missing_ids"},
+			{`{"all": false}`, "missing_ids"},
+			{`{"ids": [], "all": false}`, "missing_ids"},
+			{`{"ids": ["d1"], "all": true}`, "ids_and_all"},
+			{`{"ids": [""]}`, "invalid_id"},
+		} {
+			var body any
+			if c.body != "" {
+				body = c.body
+			}
+			e.want(e.do("POST", "/v1/topics/doomed/"+op, body), 400, c.code)
+		}
+	}
+	r = e.do("GET", "/v1/topics/doomed/dead", nil)
+	r.json(t, &page)
+	if len(page.Dead) != 1 {
+		t.Fatalf("refused replays and purges changed the dead letters: %s", r.body)
+	}
 	// Replay: it fails again and dies again.
-	r = e.do("POST", "/v1/topics/doomed/dead:replay", nil)
+	r = e.do("POST", "/v1/topics/doomed/dead:replay", `{"all": true}`)
 	e.want(r, 200, "")
 	r.json(t, &n)
 	if n.Count != 1 {
@@ -266,7 +299,8 @@ func TestDeadLetters(t *testing.T) {
 		r.json(t, &page)
 		return len(page.Dead) == 1
 	})
-	r = e.do("POST", "/v1/topics/doomed/dead:purge", nil)
+	r = e.do("POST", "/v1/topics/doomed/dead:purge", `{"all": true}`)
+	e.want(r, 200, "")
 	r.json(t, &n)
 	if n.Count != 1 {
 		t.Errorf("purged %d, want 1", n.Count)

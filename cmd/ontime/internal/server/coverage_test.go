@@ -36,6 +36,14 @@ func recordSeen(tr *apitest.Transport) {
 	}
 }
 
+// recordRaw adds an answer a test read off a raw connection (not through
+// an apitest.Transport): "METHOD /path/template STATUS".
+func recordRaw(key string) {
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	seenAll[key] = true
+}
+
 // notProducible are documented answers no test here provokes, each with
 // the reason. Nothing else may be missing.
 var notProducible = map[string]string{}
@@ -146,8 +154,8 @@ func TestCoverageCheck(t *testing.T) {
 
 // statusNames are the net/http constants the server's errorf calls use.
 var statusNames = map[string]int{
-	"StatusBadRequest": 400, "StatusUnauthorized": 401, "StatusNotFound": 404, "StatusMethodNotAllowed": 405,
-	"StatusConflict": 409, "StatusRequestEntityTooLarge": 413, "StatusInternalServerError": 500,
+	"StatusBadRequest": 400, "StatusUnauthorized": 401, "StatusForbidden": 403, "StatusNotFound": 404, "StatusMethodNotAllowed": 405,
+	"StatusRequestTimeout": 408, "StatusConflict": 409, "StatusRequestEntityTooLarge": 413, "StatusInternalServerError": 500,
 	"StatusNotImplemented": 501, "StatusServiceUnavailable": 503,
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,8 +26,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	data, err := io.ReadAll(body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			return errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
+		case errors.As(err, &ne) && ne.Timeout():
+			return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
 		}
 		return errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)
 	}
@@ -103,8 +108,8 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 	t := &p.timer
 	p.ifAbsent = in.IfAbsent
 	if in.ID != "" {
-		if err := ontimedriver.ValidateID(in.ID); err != nil {
-			return p, errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+		if e := checkID(in.ID); e != nil {
+			return p, e
 		}
 		t.ID = in.ID
 	}
@@ -173,7 +178,7 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 		switch {
 		case k == "":
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is empty")
-		case k == "correlation_id" || k == "content-type":
+		case strings.EqualFold(k, "correlation_id") || strings.EqualFold(k, "content-type"):
 			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q is reserved (use the correlation_id field; the content type follows the body)", k)
 		case len(k) > maxHeaderKeyLen:
 			return p, errorf(http.StatusBadRequest, "invalid_header", "a header name is %d bytes; the limit is %d", len(k), maxHeaderKeyLen)
@@ -216,7 +221,7 @@ func trimInvalid(err error) string {
 // topicOf validates the {topic} path value.
 func topicOf(r *http.Request) (string, *apiError) {
 	topic := r.PathValue("topic")
-	if err := ontimedriver.ValidateTopic(topic); err != nil {
+	if err := wire.ValidateTopic(topic); err != nil {
 		return "", errorf(http.StatusBadRequest, "invalid_topic", "%s", trimInvalid(err))
 	}
 	return topic, nil
@@ -225,10 +230,20 @@ func topicOf(r *http.Request) (string, *apiError) {
 // idOf validates the {id} path value.
 func idOf(r *http.Request) (string, *apiError) {
 	id := r.PathValue("id")
-	if err := ontimedriver.ValidateID(id); err != nil {
-		return "", errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+	if e := checkID(id); e != nil {
+		return "", e
 	}
 	return id, nil
+}
+
+// checkID validates a timer id of the API: the library's rules, and not
+// "." or "..", which cannot be a path segment of a URL (clients and
+// ServeMux resolve them).
+func checkID(id string) *apiError {
+	if err := wire.ValidateID(id); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+	}
+	return nil
 }
 
 // singleLimit is the request size cap of one timer: the body limit, room
@@ -236,4 +251,14 @@ func idOf(r *http.Request) (string, *apiError) {
 func (s *Server) singleLimit() int64 { return 2*s.o.MaxBodyBytes + 64<<10 }
 
 // batchLimit is the request size cap of a batch.
-func (s *Server) batchLimit() int64 { return max(16<<20, s.singleLimit()) }
+func (s *Server) batchLimit() int64 { return BatchRequestLimit(s.o.MaxBodyBytes) }
+
+// BatchRequestLimit is the largest request the API reads (a batch, or a
+// dead-letter replay or purge) for a server whose body limit is maxBody:
+// 16 MiB, or more when one timer's request can be larger.
+func BatchRequestLimit(maxBody int64) int64 {
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
+	return max(16<<20, 2*maxBody+64<<10)
+}

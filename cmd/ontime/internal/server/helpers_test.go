@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t      *testing.T
 	url    string
+	addr   string // host:port of the server's listener
 	hc     *http.Client
 	client *ontime.Client
 	drv    ontimedriver.Driver
@@ -72,6 +73,10 @@ type envOpts struct {
 	// noWorkers runs the API without a dispatcher, as the CLI's --redis
 	// mode does.
 	noWorkers bool
+	// readTimeout and maxInflight set the server's Options of the same
+	// names (0: the defaults).
+	readTimeout time.Duration
+	maxInflight int64
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -122,10 +127,15 @@ func newEnv(t *testing.T, o envOpts) *env {
 		disp.Start()
 	}
 	done := make(chan struct{})
-	ts := httptest.NewServer(server.New(server.Options{
+	// The http.Server `ontime serve` runs, on a real loopback listener.
+	h := server.New(server.Options{
 		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
 		Tokens: o.tokens, Logger: log, Done: done,
-	}))
+		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight,
+	})
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config = server.NewHTTPServer(h, log)
+	ts.Start()
 	tr := &apitest.Transport{Spec: spec, T: t}
 	t.Cleanup(func() {
 		recordSeen(tr)
@@ -142,7 +152,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 			t.Errorf("driver close: %v", err)
 		}
 	})
-	return &env{t: t, url: ts.URL, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr}
+	return &env{t: t, url: ts.URL, addr: ts.Listener.Addr().String(), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr}
 }
 
 // response is a decoded answer.

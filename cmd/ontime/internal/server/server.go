@@ -11,10 +11,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -49,16 +52,70 @@ type Options struct {
 	// WatchPing is the keep-alive comment interval of watch streams.
 	// Default 15s.
 	WatchPing time.Duration
+	// ReadTimeout bounds reading a request's body, from the end of its
+	// headers (NewHTTPServer bounds the headers): a client that sends it
+	// slower gets 408 request_timeout and its connection is closed.
+	// Requests without a body (watch streams among them) have no such
+	// bound. Default 30s.
+	ReadTimeout time.Duration
+	// MaxInflightBytes caps the request bodies being read and handled at
+	// once, by their declared Content-Length (a chunked body counts as the
+	// largest its endpoint takes). A request that does not fit answers 503
+	// overloaded with Retry-After, before its body is read. Default: four
+	// of the largest requests (BatchRequestLimit).
+	MaxInflightBytes int64
 }
 
 // Server is the API's http.Handler.
 type Server struct {
-	o       Options
-	log     *slog.Logger
-	mux     *http.ServeMux
-	tokens  [][]byte
-	started time.Time
+	o        Options
+	log      *slog.Logger
+	mux      *http.ServeMux
+	tokens   [][]byte
+	started  time.Time
+	inflight inflight
 }
+
+// inflight counts the request bytes being read and handled.
+type inflight struct {
+	mu   sync.Mutex
+	used int64
+	max  int64
+}
+
+// acquire reserves n bytes, or reports false when they do not fit.
+func (f *inflight) acquire(n int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.used+n > f.max {
+		return false
+	}
+	f.used += n
+	return true
+}
+
+func (f *inflight) release(n int64) {
+	f.mu.Lock()
+	f.used -= n
+	f.mu.Unlock()
+}
+
+// NewHTTPServer returns the http.Server `ontime serve` runs h with: request
+// headers must arrive within 10s, an idle keep-alive connection is closed
+// after 2 minutes, and net/http's own errors go to log at level warn.
+// Bodies are bounded by Options.ReadTimeout (see Server.ServeHTTP), not
+// here, so that long watch streams are not cut.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: HeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// HeaderTimeout bounds the arrival of a request's headers.
+const HeaderTimeout = 10 * time.Second
 
 // MaxBatch is the most timers one batch request may hold: the number the
 // library's Client.PublishBatch writes in one store call, which is atomic
@@ -80,7 +137,14 @@ func New(o Options) *Server {
 	if o.WatchPing <= 0 {
 		o.WatchPing = 15 * time.Second
 	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 30 * time.Second
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = 4 * BatchRequestLimit(o.MaxBodyBytes)
+	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), started: time.Now()}
+	s.inflight.max = o.MaxInflightBytes
 	for _, t := range o.Tokens {
 		s.tokens = append(s.tokens, []byte(t))
 	}
@@ -131,10 +195,14 @@ func (s *Server) routes() {
 	})
 }
 
-// ServeHTTP implements http.Handler: recovery, access log, auth, routing.
+// ServeHTTP implements http.Handler: recovery, access log, auth, request
+// size and in-flight bytes, the body's read deadline, routing. Everything
+// that refuses a request does so before reading its body, and closes the
+// connection instead of draining an unread body (net/http would otherwise
+// read up to 256 KiB of it before sending the answer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &statusRecorder{ResponseWriter: w, req: r, rc: http.NewResponseController(w)}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -158,16 +226,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rec, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
 		return
 	}
-	if e := emptySegment(r.URL.EscapedPath()); e != nil {
+	if e := badSegment(r.URL.EscapedPath()); e != nil {
 		writeError(rec, e)
 		return
+	}
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		limit := s.requestLimit(r)
+		if r.ContentLength > limit {
+			writeError(rec, errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request declares %d bytes; the limit is %d", r.ContentLength, limit))
+			return
+		}
+		n := r.ContentLength
+		if n < 0 {
+			n = limit // chunked: the most it may bring
+		}
+		if !s.inflight.acquire(n) {
+			rec.Header().Set("Retry-After", "1")
+			writeError(rec, errorf(http.StatusServiceUnavailable, "overloaded", "the server is reading too many request bodies at once (max_inflight_bytes); retry later"))
+			return
+		}
+		defer s.inflight.release(n)
+		_ = rec.rc.SetReadDeadline(time.Now().Add(s.o.ReadTimeout)) // not supported in-process (CLI --redis): no bound needed there
+		r.Body = &trackedBody{ReadCloser: r.Body, rec: rec}
 	}
 	s.mux.ServeHTTP(rec, r)
 }
 
-// emptySegment catches empty topics and ids, which ServeMux would turn into
-// a redirect to a cleaned path.
-func emptySegment(p string) *apiError {
+// requestLimit is the most a request to r's endpoint may send.
+func (s *Server) requestLimit(r *http.Request) int64 {
+	p := r.URL.Path
+	if strings.HasSuffix(p, ":batch") || strings.HasSuffix(p, ":replay") || strings.HasSuffix(p, ":purge") {
+		return s.batchLimit()
+	}
+	return s.singleLimit()
+}
+
+// trackedBody notes when a request body has been read to its end: the
+// body's read deadline is then lifted (so that net/http's background read
+// cannot cancel a handler that outlives it), and an answer need not close
+// the connection.
+type trackedBody struct {
+	io.ReadCloser
+	rec *statusRecorder
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.rec.bodyDone {
+		b.rec.bodyDone = true
+		_ = b.rec.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// badSegment catches empty topics and ids, and the dot segments "." and
+// "..", which ServeMux would turn into a redirect to a cleaned path (so that
+// a request for timer "." would read another resource).
+func badSegment(p string) *apiError {
 	rest, ok := strings.CutPrefix(p, "/v1/topics/")
 	if !ok {
 		return nil
@@ -176,22 +291,58 @@ func emptySegment(p string) *apiError {
 	if seg[0] == "" && len(seg) > 1 {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic is empty")
 	}
-	if len(seg) == 3 && seg[1] == "timers" && seg[2] == "" {
-		return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
+	if isDotSegment(seg[0]) {
+		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
+	}
+	if len(seg) == 3 && seg[1] == "timers" {
+		switch {
+		case seg[2] == "":
+			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
+		case isDotSegment(seg[2]):
+			return errorf(http.StatusBadRequest, "invalid_id", "id %q is a dot segment; ids \".\" and \"..\" are refused", unescape(seg[2]))
+		}
 	}
 	return nil
+}
+
+// isDotSegment reports whether an escaped path segment is "." or ".."
+// (%2E counts as a dot).
+func isDotSegment(seg string) bool {
+	s := unescape(seg)
+	return s == "." || s == ".."
+}
+
+func unescape(seg string) string {
+	if s, err := url.PathUnescape(seg); err == nil {
+		return s
+	}
+	return seg
+}
+
+// authScheme is the scheme of Authorization this server takes.
+const authScheme = "Bearer"
+
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme: the scheme is case-insensitive (RFC 9110, 11.1) and is followed
+// by one or more spaces.
+func bearerToken(h string) (string, bool) {
+	scheme, rest, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, authScheme) {
+		return "", false
+	}
+	tok := strings.TrimSpace(rest)
+	return tok, tok != ""
 }
 
 func (s *Server) authorized(r *http.Request) bool {
 	if len(s.tokens) == 0 || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		return true
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
 		return false
 	}
-	got := []byte(strings.TrimSpace(tok))
+	got := []byte(tok)
 	match := 0
 	for _, t := range s.tokens {
 		match |= subtle.ConstantTimeCompare(got, t)
@@ -201,12 +352,16 @@ func (s *Server) authorized(r *http.Request) bool {
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	req      *http.Request
+	rc       *http.ResponseController // of the connection's ResponseWriter
+	status   int
+	bodyDone bool // the request body was read to its end
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {
 		r.status = code
+		r.closeIfUnread()
 	}
 	r.ResponseWriter.WriteHeader(code)
 }
@@ -214,9 +369,28 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
+		r.closeIfUnread()
 	}
 	return r.ResponseWriter.Write(b)
 }
+
+// closeIfUnread closes the connection after an answer sent before the
+// request body was read to its end (a refusal): "Connection: close" makes
+// net/http send the answer at once instead of after draining up to 256 KiB
+// of the body. When the handler returns, net/http still reads what is left
+// of a body of up to 256 KiB (so that closing does not reset a connection
+// whose client is still sending and lose the answer); the read deadline
+// bounds that to drainGrace, after which the connection is closed.
+func (r *statusRecorder) closeIfUnread() {
+	if r.req.ContentLength != 0 && r.req.Body != nil && r.req.Body != http.NoBody && !r.bodyDone {
+		r.Header().Set("Connection", "close")
+		_ = r.rc.SetReadDeadline(time.Now().Add(drainGrace))
+	}
+}
+
+// drainGrace is how long a refused request's unread body (up to 256 KiB)
+// may still arrive before its connection is closed.
+const drainGrace = time.Second
 
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -25,6 +25,8 @@ var validBody = map[string]any{
 	"POST /v1/topics/{topic}/timers":       `{"delay":"1s"}`,
 	"POST /v1/topics/{topic}/timers:batch": `[{"delay":"1s"}]`,
 	"POST /messages":                       `{"message":"x"}`,
+	"POST /v1/topics/{topic}/dead:replay":  `{"all":true}`,
+	"POST /v1/topics/{topic}/dead:purge":   `{"all":true}`,
 }
 
 // TestAuthEveryOperation: with tokens on, every documented operation that

@@ -181,10 +181,21 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// listOptions reads before, limit and cursor.
+// listOptions reads before, limit and cursor. Each may be given once; one
+// that is given must not be empty (an empty cursor would silently start
+// over at page 1). A cursor the store did not make is refused by the store
+// (ErrInvalid, answered as invalid_query by listError).
 func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
 	var o ontime.ListOptions
 	q := r.URL.Query()
+	for _, k := range []string{"before", "limit", "cursor"} {
+		switch vs := q[k]; {
+		case len(vs) > 1:
+			return o, errorf(http.StatusBadRequest, "invalid_query", "%s is given %d times; give it once", k, len(vs))
+		case len(vs) == 1 && vs[0] == "":
+			return o, errorf(http.StatusBadRequest, "invalid_query", "%s is empty; leave it out instead", k)
+		}
+	}
 	if v := q.Get("before"); v != "" {
 		at, e := parseAt(v)
 		if e != nil {
@@ -205,6 +216,15 @@ func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
 	return o, nil
 }
 
+// listError answers a failed List or DeadLetters: the store refuses a
+// malformed cursor with ErrInvalid (invalid_query).
+func (s *Server) listError(r *http.Request, err error) *apiError {
+	if errors.Is(err, ontime.ErrInvalid) {
+		return errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err))
+	}
+	return s.storeError(r, err)
+}
+
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	topic, e := topicOf(r)
 	if e != nil {
@@ -218,11 +238,7 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.o.Client.List(r.Context(), topic, opts)
 	if err != nil {
-		if errors.Is(err, ontime.ErrInvalid) {
-			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err)))
-			return
-		}
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.listError(r, err))
 		return
 	}
 	out := wire.TimerPage{Timers: make([]wire.Timer, len(page.Timers)), NextCursor: page.NextCursor}

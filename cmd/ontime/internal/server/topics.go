@@ -8,7 +8,6 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
-	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // topicStats counts every topic the store lists, plus the configured ones.
@@ -25,7 +24,7 @@ func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 	slices.Sort(names)
 	out := make([]wire.TopicStats, 0, len(names))
 	for _, name := range names {
-		if ontimedriver.ValidateTopic(name) != nil {
+		if wire.ValidateTopic(name) != nil {
 			continue // a foreign key the API cannot address
 		}
 		c, err := s.o.Client.Count(r.Context(), name)
@@ -91,7 +90,7 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.o.Client.DeadLetters(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.listError(r, err))
 		return
 	}
 	out := wire.DeadPage{Dead: make([]wire.DeadLetter, len(page.Dead)), NextCursor: page.NextCursor}
@@ -101,44 +100,59 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// deadIDs reads the optional {"ids": [...]} of replay and purge; an empty
-// request body means all.
-func (s *Server) deadIDs(w http.ResponseWriter, r *http.Request) ([]string, *apiError) {
+// deadSelect reads the {"ids": [...]} or {"all": true} of replay and purge.
+// An empty or missing list without all is refused (missing_ids): a list
+// that came out empty must not act on every dead letter.
+func (s *Server) deadSelect(w http.ResponseWriter, r *http.Request) (wire.DeadSelect, *apiError) {
+	var in wire.DeadSelect
 	if r.ContentLength == 0 {
-		return nil, nil
+		return in, errorf(http.StatusBadRequest, "missing_ids", `the request has no body: send {"ids": ["id", ...]} for those dead letters or {"all": true} for every one`)
 	}
-	var in wire.IDs
 	if e := decodeJSON(w, r, s.batchLimit(), &in); e != nil {
-		return nil, e
+		return in, e
+	}
+	switch {
+	case in.All && len(in.IDs) > 0:
+		return in, errorf(http.StatusBadRequest, "ids_and_all", `give either "ids" or "all": true, not both`)
+	case !in.All && len(in.IDs) == 0:
+		return in, errorf(http.StatusBadRequest, "missing_ids", `"ids" is missing or empty: list the dead letters, or send {"all": true} for every one (an empty list never means all)`)
 	}
 	for _, id := range in.IDs {
-		if err := ontimedriver.ValidateID(id); err != nil {
-			return nil, errorf(http.StatusBadRequest, "invalid_id", "%s", trimInvalid(err))
+		if e := checkID(id); e != nil {
+			return in, e
 		}
 	}
-	return in.IDs, nil
+	return in, nil
 }
 
 func (s *Server) replayDead(w http.ResponseWriter, r *http.Request) {
-	s.deadOp(w, r, s.o.Client.ReplayDeadLetters)
+	s.deadOp(w, r, s.o.Client.ReplayDeadLetters, s.o.Client.ReplayAllDeadLetters)
 }
 
 func (s *Server) purgeDead(w http.ResponseWriter, r *http.Request) {
-	s.deadOp(w, r, s.o.Client.PurgeDeadLetters)
+	s.deadOp(w, r, s.o.Client.PurgeDeadLetters, s.o.Client.PurgeAllDeadLetters)
 }
 
-func (s *Server) deadOp(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, topic string, ids ...string) (int, error)) {
+func (s *Server) deadOp(w http.ResponseWriter, r *http.Request,
+	some func(ctx context.Context, topic string, ids ...string) (int, error),
+	all func(ctx context.Context, topic string) (int, error)) {
 	topic, e := topicOf(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	ids, e := s.deadIDs(w, r)
+	sel, e := s.deadSelect(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
-	n, err := op(r.Context(), topic, ids...)
+	var n int
+	var err error
+	if sel.All {
+		n, err = all(r.Context(), topic)
+	} else {
+		n, err = some(r.Context(), topic, sel.IDs...)
+	}
 	if err != nil {
 		writeError(w, s.storeError(r, err))
 		return

@@ -30,6 +30,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 	}
 	wt, err := s.o.Dispatcher.Watch(topic)
 	if err != nil {
+		if errors.Is(err, delivery.ErrNotServed) {
+			writeError(w, errorf(http.StatusForbidden, "topic_not_served", "this server does not deliver topic %q (add it to serve_topics or configure it): watching it would take its timers from their consumers", topic))
+			return
+		}
 		if errors.Is(err, delivery.ErrClosed) {
 			writeError(w, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down"))
 			return

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -29,4 +31,25 @@ func newRedisDriver(rdb redis.UniversalClient, o RedisOptions, log *slog.Logger)
 		return nil, fmt.Errorf("redis layout %q: want native or compat", o.Layout)
 	}
 	return ontimeredis.New(rdb, opts)
+}
+
+// RouteRedisLogs sends go-redis's own log lines (a dropped pub/sub
+// connection, a pool that cannot dial, ...) to log at level warn, instead of
+// go-redis's default logger, which writes plain text to standard error past
+// the configured log format. go-redis has one logger per process, so the
+// last call wins.
+func RouteRedisLogs(log *slog.Logger) {
+	redis.SetLogger(redisLogger{log})
+}
+
+// redisLogger adapts a slog.Logger to go-redis's Logging interface.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf implements go-redis's Logging.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	msg := strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: ")
+	l.log.Log(ctx, slog.LevelWarn, msg, "component", "go-redis")
 }

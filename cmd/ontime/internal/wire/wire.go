@@ -6,10 +6,13 @@ package wire
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // Content types the API gives meaning to.
@@ -104,9 +107,12 @@ type DeadPage struct {
 	NextCursor string       `json:"next_cursor,omitempty"`
 }
 
-// IDs names timers (dead-letter replay); empty means all.
-type IDs struct {
+// DeadSelect picks the dead letters of a replay or purge: exactly IDs, or
+// every one of the topic with All. Neither (or an empty IDs) is refused:
+// an empty list never means "all".
+type DeadSelect struct {
 	IDs []string `json:"ids,omitempty"`
+	All bool     `json:"all,omitempty"`
 }
 
 // Count answers replay and purge.
@@ -177,6 +183,33 @@ type Error struct {
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// ValidateTopic checks a topic name of the API and the server's
+// configuration: the library's rules (ontimedriver.ValidateTopic), and not
+// "." or "..", which cannot be a segment of a URL path (clients and
+// servers resolve them to the parent). The error wraps
+// ontimedriver.ErrInvalid.
+func ValidateTopic(topic string) error {
+	if err := ontimedriver.ValidateTopic(topic); err != nil {
+		return err
+	}
+	if topic == "." || topic == ".." {
+		return fmt.Errorf("%w: topic %q is refused: \".\" and \"..\" cannot be a URL path segment", ontimedriver.ErrInvalid, topic)
+	}
+	return nil
+}
+
+// ValidateID checks a timer id of the API: the library's rules
+// (ontimedriver.ValidateID), and not "." or ".." (see ValidateTopic).
+func ValidateID(id string) error {
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return err
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: id %q is refused: \".\" and \"..\" cannot be a URL path segment", ontimedriver.ErrInvalid, id)
+	}
+	return nil
 }
 
 // ValidHeaderName reports whether s can be an HTTP field name: a non-empty

@@ -1,0 +1,310 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// These tests talk to the server over real TCP connections, byte by byte
+// where it matters, against the http.Server `ontime serve` runs
+// (server.NewHTTPServer, see newEnv).
+
+// answerBound is how long a test waits for an answer the server must send
+// without waiting for the client: far below the time the server would wait
+// for the body if it did (read timeouts of minutes, bodies trickled over
+// hours), so a pass cannot come from the slow path.
+const answerBound = 20 * time.Second
+
+// rawConn is a client connection that sends request bytes by hand.
+type rawConn struct {
+	t    *testing.T
+	conn net.Conn
+	br   *bufio.Reader
+}
+
+func dialRaw(t *testing.T, e *env) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &rawConn{t: t, conn: c, br: bufio.NewReader(c)}
+}
+
+// head sends a request line and headers declaring a body of n bytes
+// (n < 0: chunked), and none of the body.
+func (c *rawConn) head(method, path string, n int64, extra ...string) {
+	c.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: ontime.test\r\nContent-Type: application/json\r\n", method, path)
+	if n >= 0 {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", n)
+	} else {
+		b.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	for _, h := range extra {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	if _, err := io.WriteString(c.conn, b.String()); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *rawConn) write(s string) error {
+	_, err := io.WriteString(c.conn, s)
+	return err
+}
+
+// answer reads one response within answerBound and returns it with its
+// body and error code; key, the operation's coverage key ("POST
+// /v1/topics/{topic}/timers"), records the status as seen.
+func (c *rawConn) answer(key string) (*http.Response, string) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		c.t.Fatalf("%s: no answer within %s: %v", key, answerBound, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s: reading the answer: %v", key, err)
+	}
+	resp.Body.Close()
+	var e wire.Error
+	if resp.StatusCode >= 400 {
+		if err := spec.CheckSchema("Error", body); err != nil {
+			c.t.Errorf("%s: %d answer: %v", key, resp.StatusCode, err)
+		}
+		_ = json.Unmarshal(body, &e)
+	}
+	recordRaw(fmt.Sprintf("%s %d", key, resp.StatusCode))
+	return resp, e.Error.Code
+}
+
+// closed checks that the server closed the connection (EOF after the
+// answer) within answerBound.
+func (c *rawConn) closed(what string) {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+	if n, err := io.Copy(io.Discard, c.br); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.t.Errorf("%s: the server kept the connection open", what)
+		}
+		// a reset also means closed
+	} else if n != 0 {
+		c.t.Errorf("%s: %d more bytes after the answer", what, n)
+	}
+}
+
+// postPaths are the endpoints that read a body, with their coverage keys.
+var postPaths = []struct{ path, key string }{
+	{"/v1/topics/t/timers", "POST /v1/topics/{topic}/timers"},
+	{"/v1/topics/t/timers:batch", "POST /v1/topics/{topic}/timers:batch"},
+	{"/v1/topics/t/dead:replay", "POST /v1/topics/{topic}/dead:replay"},
+	{"/v1/topics/t/dead:purge", "POST /v1/topics/{topic}/dead:purge"},
+	{"/messages", "POST /messages"},
+}
+
+// TestSlowBodies: clients that trickle their bodies a byte at a time are
+// answered 408 request_timeout once read_timeout passes and their
+// connections are closed, on every endpoint that reads a body, many at
+// once; nothing is stored. A well-behaved request still works afterwards.
+func TestSlowBodies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{readTimeout: 300 * time.Millisecond, noWorkers: true})
+	const perPath = 20
+	type slow struct {
+		c         *rawConn
+		path, key string
+	}
+	var conns []slow
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, p := range postPaths {
+		for range perPath {
+			c := dialRaw(t, e)
+			// A declared 100 KB body at one byte per 50 ms: 83 minutes.
+			c.head("POST", p.path, 100_000)
+			conns = append(conns, slow{c, p.path, p.key})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for c.write(" ") == nil {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			}()
+		}
+	}
+	for _, s := range conns {
+		resp, code := s.c.answer(s.key)
+		if resp.StatusCode != http.StatusRequestTimeout || code != "request_timeout" {
+			t.Errorf("%s trickled: %d %s, want 408 request_timeout", s.path, resp.StatusCode, code)
+		}
+		s.c.closed(s.path + " trickled")
+	}
+	close(stop)
+	wg.Wait()
+	e.want(e.do("POST", "/v1/topics/t/timers", `{"id":"fine","delay":"1h"}`), 201, "")
+	if n, err := e.client.Count(t.Context(), "t"); err != nil || n.Scheduled != 1 {
+		t.Errorf("count %+v, %v: want only the well-behaved timer", n, err)
+	}
+}
+
+// TestRefusedBeforeBody: auth, the declared size and the in-flight cap are
+// checked before a byte of the body is read, and the answer comes at once
+// (the connection is then closed, not drained), although the client never
+// sends the body and the server would wait minutes for it.
+func TestRefusedBeforeBody(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{tokens: []string{"tok"}, readTimeout: 10 * time.Minute, noWorkers: true, maxBody: 64 << 10})
+	for _, p := range postPaths {
+		for _, auth := range []string{"", "Authorization: Bearer wrong"} {
+			c := dialRaw(t, e)
+			c.head("POST", p.path, 200_000, auth) // under net/http's 256 KiB drain limit
+			resp, code := c.answer(p.key)
+			if resp.StatusCode != http.StatusUnauthorized || code != "unauthorized" {
+				t.Errorf("%s %q: %d %s, want 401 unauthorized", p.path, auth, resp.StatusCode, code)
+			}
+			c.closed(p.path + " unauthorized")
+		}
+		// With the token, a declared size over the endpoint's limit.
+		c := dialRaw(t, e)
+		c.head("POST", p.path, 1<<30, "Authorization: Bearer tok")
+		resp, code := c.answer(p.key)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || code != "request_too_large" {
+			t.Errorf("%s with 1 GiB declared: %d %s, want 413 request_too_large", p.path, resp.StatusCode, code)
+		}
+		c.closed(p.path + " too large")
+	}
+}
+
+// TestInflightCap: request bodies in flight are capped in bytes. While a
+// slow client holds 500 KiB of an 800 KiB budget, another 500 KiB request
+// answers 503 overloaded with Retry-After before its body is read (a 100 KiB
+// one fits), and once the first is done the second goes through. A chunked
+// body counts as its endpoint's largest request.
+func TestInflightCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{maxBody: 256 << 10, maxInflight: 800 << 10, readTimeout: 10 * time.Minute, noWorkers: true})
+	const key = "POST /v1/topics/{topic}/timers"
+	body := func(id string, n int) string {
+		s := fmt.Sprintf(`{"id":%q,"delay":"1h","body":"x"}`, id)
+		return s + strings.Repeat(" ", n-len(s))
+	}
+
+	holder := dialRaw(t, e)
+	a := body("a", 500<<10)
+	// Expect: 100-continue: the server answers "100 Continue" when the
+	// handler starts reading the body, after the request's bytes are
+	// reserved.
+	holder.head("POST", "/v1/topics/t/timers", int64(len(a)), "Expect: 100-continue")
+	_ = holder.conn.SetReadDeadline(time.Now().Add(answerBound))
+	if line, err := holder.br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("holder: %q, %v; want 100 Continue", line, err)
+	}
+	if line, err := holder.br.ReadString('\n'); err != nil || line != "\r\n" {
+		t.Fatalf("holder: %q, %v after 100 Continue", line, err)
+	}
+	if err := holder.write(a[:len(a)/2]); err != nil {
+		t.Fatal(err)
+	}
+	refused := dialRaw(t, e)
+	refused.head("POST", "/v1/topics/t/timers", 500<<10)
+	resp, code := refused.answer(key)
+	if resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" || resp.Header.Get("Retry-After") != "1" || !resp.Close {
+		t.Errorf("a 500 KiB request while 500 KiB are held: %d %s, Retry-After %q, Connection: close %v; want 503 overloaded, 1, close",
+			resp.StatusCode, code, resp.Header.Get("Retry-After"), resp.Close)
+	}
+	refused.closed("overloaded")
+	chunked := dialRaw(t, e)
+	chunked.head("POST", "/v1/topics/t/timers", -1) // counts as the endpoint's limit, 576 KiB
+	if resp, code := chunked.answer(key); resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" {
+		t.Errorf("a chunked request while 500 KiB are held: %d %s, want 503 overloaded", resp.StatusCode, code)
+	}
+
+	small := dialRaw(t, e)
+	b := body("small", 100<<10)
+	small.head("POST", "/v1/topics/t/timers", int64(len(b)))
+	if err := small.write(b); err != nil {
+		t.Fatal(err)
+	}
+	if resp, code := small.answer(key); resp.StatusCode != http.StatusCreated {
+		t.Errorf("a 100 KiB request within the budget: %d %s, want 201", resp.StatusCode, code)
+	}
+
+	if err := holder.write(a[len(a)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, code := holder.answer(key); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the holder's request: %d %s, want 201", resp.StatusCode, code)
+	}
+	again := dialRaw(t, e)
+	c := body("c", 500<<10)
+	again.head("POST", "/v1/topics/t/timers", int64(len(c)))
+	if err := again.write(c); err != nil {
+		t.Fatal(err)
+	}
+	if resp, code := again.answer(key); resp.StatusCode != http.StatusCreated {
+		t.Errorf("a 500 KiB request after the holder finished: %d %s, want 201", resp.StatusCode, code)
+	}
+	if n, err := e.client.Count(t.Context(), "t"); err != nil || n.Scheduled != 3 {
+		t.Errorf("count %+v, %v: want a, small and c", n, err)
+	}
+}
+
+// TestWatchOutlivesReadTimeout: the body read timeout does not touch
+// requests without a body: a watch stream open for several read timeouts
+// still gets its timer.
+func TestWatchOutlivesReadTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{readTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, e)
+	if err := c.write("GET /v1/topics/w/watch HTTP/1.1\r\nHost: ontime.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("watch: %v %v", resp, err)
+	}
+	// Not resp.Body.Close: it would drain the endless stream; the
+	// connection is closed at cleanup.
+	rd := bufio.NewReader(resp.Body)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, ": watching") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	time.Sleep(5 * 100 * time.Millisecond) // five read timeouts
+	e.want(e.do("POST", "/v1/topics/w/timers", `{"id":"late","body":"still here","delay":"0s"}`), 201, "")
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the timer: %v", err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			if !strings.Contains(line, `"still here"`) {
+				t.Errorf("event %q", line)
+			}
+			return
+		}
+	}
+}
