@@ -50,6 +50,21 @@
 // or hand one lease to two workers. Due times are whole milliseconds,
 // rounded up.
 //
+// # Timeouts
+//
+// Every call ends by its context's deadline, whatever the client's options:
+// go-redis itself honours a context's deadline only with
+// ContextTimeoutEnabled, and otherwise waits for its ReadTimeout (and its
+// retries). With a client that does not honour it (the plain
+// redis.NewClient(&redis.Options{Addr: ...}) above, or a client type the
+// driver does not know) the driver runs each call that has a deadline on a
+// goroutine of its own and returns the context's error when the deadline
+// passes; the command itself keeps its connection until go-redis's own
+// timeouts end it, and its reply is dropped. Like any timed-out call, it may
+// or may not have been applied. With ContextTimeoutEnabled the call runs on
+// the caller's goroutine and go-redis ends it. ontime's workers bound every
+// store call (see docs/guarantees.md), so they need neither option.
+//
 // Every operation is one Lua script call (lua/*.lua, embedded, each with
 // its KEYS/ARGV header). Scripts run by SHA; when Redis does not know a
 // script (after a restart, a failover or SCRIPT FLUSH) the driver loads it

@@ -488,7 +488,7 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 		pipe := d.rdb.Pipeline()
 		all := pipe.ZCard(ctx, k.due)
 		dead := pipe.ZCard(ctx, k.dead)
-		if _, err := pipe.Exec(ctx); err != nil {
+		if _, err := bounded(d, ctx, pipe.Exec); err != nil {
 			return ontimedriver.Counts{}, fmt.Errorf("ontimeredis: count: %w", err)
 		}
 		c := ontimedriver.Counts{Scheduled: all.Val()}
@@ -547,7 +547,7 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 
 // deadIDs returns all dead-letter ids of a topic.
 func (d *Driver) deadIDs(ctx context.Context, k keys) ([]string, error) {
-	ids, err := d.rdb.ZRange(ctx, k.dead, 0, -1).Result()
+	ids, err := bounded(d, ctx, func(ctx context.Context) ([]string, error) { return d.rdb.ZRange(ctx, k.dead, 0, -1).Result() })
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: dead letters: %w", err)
 	}

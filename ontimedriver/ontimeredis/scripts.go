@@ -86,22 +86,25 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 	if d.closed.Load() {
 		return nil, errClosed
 	}
-	if !d.loaded.Load() {
-		// First use: load every script, so that later calls find them.
-		if err := loadScripts(ctx, d.rdb); err != nil {
-			return nil, err
+	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
+		if !d.loaded.Load() {
+			// First use: load every script, so that later calls find them.
+			if err := loadScripts(ctx, d.rdb); err != nil {
+				return nil, err
+			}
+			d.loaded.Store(true)
 		}
-		d.loaded.Store(true)
-	}
-	res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// Redis restarted, failed over or flushed its scripts: load them
-		// all again (the others are gone too) and retry once.
-		if lerr := loadScripts(ctx, d.rdb); lerr != nil {
-			return nil, lerr
+		res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// Redis restarted, failed over or flushed its scripts: load
+			// them all again (the others are gone too) and retry once.
+			if lerr := loadScripts(ctx, d.rdb); lerr != nil {
+				return nil, lerr
+			}
+			res, err = d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
 		}
-		res, err = d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
-	}
+		return res, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: %s: %w", s.name, err)
 	}
