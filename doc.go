@@ -55,7 +55,11 @@
 // when an earlier timer is published, and polls only as a fallback
 // (TopicOptions.PollInterval), so an idle worker makes one store call per
 // poll interval. While a handler runs, its lease is extended (heartbeat); if
-// the lease is lost its context is cancelled and its result is not acked.
+// the lease is lost, or its deadline comes near without a successful
+// extension (the store unreachable, or the heartbeat disabled), the
+// handler's context is cancelled before another worker can claim the timer,
+// and its result is not acked: two handlers of one timer never run at once,
+// as long as handlers return when their context ends.
 //
 // [Worker.Health] tells whether the store answers (Healthy, with the error
 // and the time it last changed) and whether wake-up notifications are

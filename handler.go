@@ -12,8 +12,13 @@ import (
 // HandlerFunc handles one due timer. It returns nil to ack (delete) the
 // timer, an error to retry it later by the topic's RetryPolicy, or one of
 // Snooze, Reject, DeadLetter and RetryAfter. A panic counts as an error. ctx
-// is cancelled when the worker's lease on the timer is lost or a shutdown
-// runs out of time.
+// is cancelled when the worker's lease on the timer is lost, when the lease
+// is about to run out without an extension (at 90% of Lease since the claim
+// or the last successful extension was sent: the store is unreachable, or
+// the heartbeat is disabled), or when a shutdown runs out of time. After a
+// lost or run-out lease the handler's result is not acked, and the timer is
+// delivered again: a handler must return when ctx ends, or it may run
+// alongside that next delivery.
 type HandlerFunc[T any] func(ctx context.Context, m *Message[T]) error
 
 // TopicOptions tunes the handling of one topic. Zero fields take the
@@ -32,8 +37,9 @@ type TopicOptions struct {
 	PollInterval time.Duration
 	// Retry is the retry policy for failed handlers.
 	Retry RetryPolicy
-	// DisableHeartbeat turns off lease extension: a handler that outlives
-	// its lease is then delivered again elsewhere (at least once).
+	// DisableHeartbeat turns off lease extension: a handler still running
+	// at 90% of its lease has its context cancelled and its result is not
+	// acked; the timer is delivered again when the lease expires.
 	DisableHeartbeat bool
 	// ClaimBatch caps how many timers one claim takes. Default 256 (never
 	// more than the free handler slots).

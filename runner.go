@@ -40,8 +40,9 @@ type runner struct {
 	inflight map[*delivery]struct{}
 
 	settler  settler
-	hbDone   chan struct{}
-	finished chan struct{}
+	hbDone    chan struct{}
+	watchDone chan struct{}
+	finished  chan struct{}
 }
 
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
@@ -52,6 +53,7 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
 		hbDone:     make(chan struct{}),
+		watchDone:  make(chan struct{}),
 		finished:   make(chan struct{}),
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
@@ -62,6 +64,7 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 func (r *runner) start() {
 	go r.settler.run()
 	go r.heartbeat()
+	go r.leaseWatch()
 	go r.claimLoop()
 }
 
@@ -91,6 +94,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.cancelHctx()
 	<-r.hbDone
+	<-r.watchDone
 	if n := r.settler.close(ctx); n > 0 && err == nil {
 		// Handlers all returned, but outcomes were given up: the stop was
 		// not clean either.
@@ -192,6 +196,7 @@ func (r *runner) claimLoop() {
 		// store leased timers would strand them until their leases expire.
 		// Its timers are released below, unstarted, if a stop has begun.
 		cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
+		sent := time.Now()
 		res, err := r.drv.Claim(cctx, r.topic, n, r.opts.Lease)
 		ccancel()
 		if err != nil {
@@ -212,7 +217,7 @@ func (r *runner) claimLoop() {
 		offset = res.Now.Sub(localNow)
 		r.releaseSlots(n - len(res.Timers))
 		for i := range res.Timers {
-			r.dispatch(&res.Timers[i], localNow, res.Now)
+			r.dispatch(&res.Timers[i], sent, res.Now)
 		}
 		if len(res.Timers) == n {
 			continue // maybe more are due
@@ -314,13 +319,19 @@ type delivery struct {
 	cancel  context.CancelFunc
 	settled atomic.Bool
 	lost    atomic.Bool
-	// deadline is the lease deadline on the local clock.
+	// deadline is the lease deadline on the local clock (UnixNano),
+	// measured from when the claim or the last successful extension was
+	// sent, so never later than the store's.
 	deadline atomic.Int64
 }
 
-func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, localNow, storeNow time.Time) {
+// dispatch starts the handler of a claimed timer. sent is when the claim
+// was sent (local clock): the store leased the timer after that instant,
+// so sent + the lease is a deadline on the local clock that the store's
+// comes no earlier than (clock drift aside; see leaseMargin).
+func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, sent, storeNow time.Time) {
 	d := &delivery{r: r, t: *t}
-	d.deadline.Store(localNow.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
+	d.deadline.Store(sent.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
 	// Not a child of hctx: a child would be added to and removed from
 	// hctx's set of children (one lock for all of the topic's handlers)
 	// per delivery. A stop that runs out of time cancels the running
