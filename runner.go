@@ -39,7 +39,7 @@ type runner struct {
 	mu       sync.Mutex
 	inflight map[*delivery]struct{}
 
-	settler  settler
+	settler   settler
 	hbDone    chan struct{}
 	watchDone chan struct{}
 	finished  chan struct{}
