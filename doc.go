@@ -80,8 +80,10 @@
 // Outcomes the store has not taken when the context ends (a store outage
 // during the stop) get one last try and are then given up: their timers are
 // delivered again after their leases, never lost. Stop returns the
-// context's error in either case, and returns only once Run has returned. Stop on a Worker that never ran marks it stopped (Run then
-// returns [ErrStopped]); calling it again is harmless.
+// context's error in either case (Run then returns an error wrapping it; it
+// returns nil after a clean stop), and returns only once Run has returned.
+// Stop on a Worker that never ran marks it stopped (Run then returns
+// [ErrStopped]); calling it again is harmless.
 //
 // # Retries and stores without attempt counters
 //

@@ -23,7 +23,12 @@ type HandlerFunc[T any] func(ctx context.Context, m *Message[T]) error
 
 // TopicOptions tunes the handling of one topic. Zero fields take the
 // Worker's defaults (WorkerConfig.Defaults), whose zero fields take the
-// values given here.
+// values given here. Retry is merged field by field: a zero field of the
+// topic's RetryPolicy takes the Worker's, so a topic can change MinDelay
+// and keep the Worker's MaxAttempts. DisableHeartbeat is a bool, whose zero
+// value (false) cannot be told from "not set": the heartbeat is off for a
+// topic when its own options or the Worker's defaults set DisableHeartbeat,
+// so a Worker that disables it for all topics cannot re-enable it for one.
 type TopicOptions struct {
 	// MaxConcurrency is the most handlers of this topic running at once in
 	// this worker. Default 10.
@@ -56,12 +61,11 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	if o.PollInterval == 0 {
 		o.PollInterval = def.PollInterval
 	}
-	if o.Retry == (RetryPolicy{}) {
-		o.Retry = def.Retry
-	}
+	o.Retry = o.Retry.merge(def.Retry)
 	if o.ClaimBatch == 0 {
 		o.ClaimBatch = def.ClaimBatch
 	}
+	// A false DisableHeartbeat is the zero value: it takes the default's.
 	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
 	return o
 }

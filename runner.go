@@ -332,12 +332,13 @@ type delivery struct {
 func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, sent, storeNow time.Time) {
 	d := &delivery{r: r, t: *t}
 	d.deadline.Store(sent.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
-	// Not a child of hctx: a child would be added to and removed from
+	// A child of Run's ctx without its cancellation (its values only),
+	// and not of hctx: a child would be added to and removed from
 	// hctx's set of children (one lock for all of the topic's handlers)
 	// per delivery. A stop that runs out of time cancels the running
 	// handlers itself (cancelHandlers); the claim loop has ended by then,
 	// so no delivery starts after it.
-	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.ctx, d.cancel = context.WithCancel(r.w.base)
 	r.mu.Lock()
 	r.inflight[d] = struct{}{}
 	r.mu.Unlock()

@@ -67,6 +67,24 @@ func TestTopicOptionsMerge(t *testing.T) {
 		got.Retry.MaxAttempts != 3 || !got.DisableHeartbeat {
 		t.Fatalf("merge: %+v", got)
 	}
+	// Retry is merged field by field: a topic that sets only MinDelay keeps
+	// the Worker's MaxAttempts (it used to take the whole default policy
+	// only when its own was entirely zero).
+	got = TopicOptions{Retry: RetryPolicy{MinDelay: 10 * time.Millisecond}}.merge(def)
+	if got.Retry.MinDelay != 10*time.Millisecond || got.Retry.MaxAttempts != 3 {
+		t.Fatalf("Retry merged %+v, want MinDelay 10ms from the topic and MaxAttempts 3 from the defaults", got.Retry)
+	}
+	got = TopicOptions{Retry: RetryPolicy{MaxAttempts: RetryForever, Jitter: -1}}.merge(TopicOptions{Retry: RetryPolicy{MaxAttempts: 3, Jitter: 0.5, Multiplier: 3}})
+	if got.Retry.MaxAttempts != RetryForever || got.Retry.Jitter != -1 || got.Retry.Multiplier != 3 {
+		t.Fatalf("Retry merged %+v, want the topic's MaxAttempts and Jitter, the default's Multiplier", got.Retry)
+	}
+	// DisableHeartbeat: false is the zero value and takes the default.
+	if got := (TopicOptions{}).merge(TopicOptions{DisableHeartbeat: true}); !got.DisableHeartbeat {
+		t.Fatal("DisableHeartbeat in the defaults did not reach a topic")
+	}
+	if got := (TopicOptions{DisableHeartbeat: true}).merge(TopicOptions{}); !got.DisableHeartbeat {
+		t.Fatal("a topic's DisableHeartbeat was lost")
+	}
 	if err := (TopicOptions{ClaimBatch: -1}).withDefaults().validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ClaimBatch") {
 		t.Fatalf("ClaimBatch -1: %v", err)
 	}

@@ -42,6 +42,10 @@ type Worker struct {
 	stopped chan struct{}
 	done    chan struct{}
 	stopErr error
+
+	// base is the parent of every handler's context: Run's ctx without
+	// its cancellation. Set before the runners start.
+	base context.Context
 }
 
 // NewWorker returns a Worker on c's store.
@@ -119,8 +123,16 @@ func (r *Router) register(topic string, h rawHandler, opts *TopicOptions) error 
 
 // Run serves the registered topics until ctx is cancelled or Stop is called,
 // then stops gracefully (see Stop; when ctx ends, handlers get
-// WorkerConfig.ShutdownTimeout to finish). It returns nil after a graceful
-// stop, or the error that prevented it from starting.
+// WorkerConfig.ShutdownTimeout to finish). It returns nil after a clean
+// stop; after an unclean one (handlers had to be cancelled, or outcomes
+// were given up: see Stop) an error that wraps the stop's context error
+// (context.DeadlineExceeded when ShutdownTimeout ran out), whichever of ctx
+// and Stop started it; or the error that prevented it from starting
+// (ErrStopped, ErrInvalid).
+//
+// Handlers' contexts carry ctx's values (a logger, a trace, request-scoped
+// data put there before Run), but not its cancellation: ending ctx starts
+// the graceful stop, which cancels handlers only when its time runs out.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	switch {
@@ -136,19 +148,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer close(w.done)
 
+	w.base = context.WithoutCancel(ctx)
 	for _, r := range runners {
 		r.start()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownTimeout)
 		defer cancel()
-		w.shutdown(sctx)
+		err = w.shutdown(sctx)
 	case <-w.stopped:
+		w.mu.Lock()
+		err = w.stopErr
+		w.mu.Unlock()
 	}
 	// Either path ends with every runner shut down.
 	for _, r := range runners {
 		<-r.finished
+	}
+	if err != nil {
+		return fmt.Errorf("ontime: the worker did not stop cleanly (handlers cancelled, or outcomes given up; see Worker.Stop): %w", err)
 	}
 	return nil
 }
