@@ -61,6 +61,24 @@
 // and its result is not acked: two handlers of one timer never run at once,
 // as long as handlers return when their context ends.
 //
+// [TopicOptions].Timeout bounds each attempt: the handler's context ends
+// then (its cause [ErrTimeout]) and an attempt that runs past it has failed.
+// Handlers' contexts carry the values of Run's context.
+//
+// # Middleware and hooks
+//
+// [WorkerConfig].Middleware wraps every handler call of a worker ([Middleware]:
+// logging, timing, panic policies, turning errors into outcomes); a handler's
+// panic reaches it as a [*PanicError]. [Config].Hooks plug observers into a
+// Client and its workers without the library importing them: a
+// [BeforePublishHook] may write headers into every published timer (a W3C
+// traceparent), an [AfterPublishHook] sees what was written, a
+// [DeliveryStartHook] gives the handler's context (a span from those
+// headers), and a [DeliveryEndHook] gets every delivery's [Delivery] (topic,
+// id, attempt, due and fire instants, headers) and [DeliveryResult] (the
+// [Outcome], the error, the handler's duration). Metrics and tracing modules
+// are built on them.
+//
 // [Worker.Health] tells whether the store answers (Healthy, with the error
 // and the time it last changed) and whether wake-up notifications are
 // working (Degraded: the worker still delivers, by polling, so timers may

@@ -49,6 +49,14 @@ type TopicOptions struct {
 	// ClaimBatch caps how many timers one claim takes. Default 256 (never
 	// more than the free handler slots).
 	ClaimBatch int
+	// Timeout bounds each attempt: the handler's context (and its
+	// middleware's) ends Timeout after the attempt starts, with
+	// context.Cause ErrTimeout, and an attempt that has not returned by
+	// then has failed, whatever the handler returns: it is retried per
+	// Retry (dead-lettered past MaxAttempts), with an error wrapping
+	// ErrTimeout. Default 0: no timeout (the lease and the heartbeat still
+	// apply). Must not be negative.
+	Timeout time.Duration
 }
 
 func (o TopicOptions) merge(def TopicOptions) TopicOptions {
@@ -64,6 +72,9 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	o.Retry = o.Retry.merge(def.Retry)
 	if o.ClaimBatch == 0 {
 		o.ClaimBatch = def.ClaimBatch
+	}
+	if o.Timeout == 0 {
+		o.Timeout = def.Timeout
 	}
 	// A false DisableHeartbeat is the zero value: it takes the default's.
 	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
@@ -84,6 +95,8 @@ func (o TopicOptions) validate() error {
 		return invalidf("TopicOptions.PollInterval is %s; it must be >= 1ms", o.PollInterval)
 	case o.ClaimBatch < 0:
 		return invalidf("TopicOptions.ClaimBatch is %d; it must be > 0", o.ClaimBatch)
+	case o.Timeout < 0:
+		return invalidf("TopicOptions.Timeout is %s; it must not be negative (0 means none)", o.Timeout)
 	}
 	o.Retry = o.Retry.withDefaults()
 	return o.Retry.validate()
@@ -120,10 +133,7 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 		m := &Message[T]{
 			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
-		}
-		m.CorrelationID, m.ContentType, m.Headers = splitHeaders(env)
-		if m.CorrelationID == "" {
-			m.CorrelationID = m.ID // envelopes without one (legacy, raw)
+			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}
 		if err := decode(env.Body, &m.Body); err != nil {
 			return &undecodableError{err}

@@ -315,10 +315,14 @@ func (r *runner) releaseSlots(n int) {
 type delivery struct {
 	r       *runner
 	t       ontimedriver.ClaimedTimer
+	firedAt time.Time // the store's clock at the claim
+	info    Delivery  // what middleware and hooks see
 	ctx     context.Context
 	cancel  context.CancelFunc
 	settled atomic.Bool
 	lost    atomic.Bool
+	// manual is the outcome of a manual settle (Message.Ack, ...).
+	manual atomic.Pointer[manualOutcome]
 	// deadline is the lease deadline on the local clock (UnixNano),
 	// measured from when the claim or the last successful extension was
 	// sent, so never later than the store's.
@@ -330,7 +334,7 @@ type delivery struct {
 // so sent + the lease is a deadline on the local clock that the store's
 // comes no earlier than (clock drift aside; see leaseMargin).
 func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, sent, storeNow time.Time) {
-	d := &delivery{r: r, t: *t}
+	d := &delivery{r: r, t: *t, firedAt: storeNow}
 	d.deadline.Store(sent.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
 	// A child of Run's ctx without its cancellation (its values only),
 	// and not of hctx: a child would be added to and removed from
@@ -361,6 +365,11 @@ func (r *runner) process(d *delivery) {
 		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
 		return
 	}
+	hooks := &r.w.client.hooks
+	d.info = Delivery{
+		Topic: r.topic, ID: d.t.ID, Attempt: d.t.Attempt, Due: d.t.Due,
+		FiredAt: d.firedAt, LeaseUntil: d.t.LeaseUntil,
+	}
 	var env *envelope.Message
 	var err error
 	if r.w.client.lenient {
@@ -370,32 +379,140 @@ func (r *runner) process(d *delivery) {
 	}
 	if err != nil {
 		r.w.log.Error("ontime: stored envelope does not decode; dead-lettering it", "topic", r.topic, "id", d.t.ID, "err", err)
+		if hooks.deliveryHooks() {
+			d.info.CorrelationID = d.t.ID
+			ctx := hooks.deliveryStart(d.ctx, &d.info)
+			hooks.deliveryEnd(ctx, &d.info, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonUndecodable})
+		}
 		d.settleAsync(deadSettlement(ontimedriver.ReasonUndecodable, err))
 		return
 	}
-	err = r.call(d, env)
-	if d.settled.Load() {
-		return // settled by hand
+	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env)
+	if d.info.CorrelationID == "" {
+		d.info.CorrelationID = d.t.ID // envelopes without one (legacy, raw)
 	}
-	if d.lost.Load() {
-		// The heartbeat round that found the lease lost logged it (one
-		// line for all the leases it lost).
+	ctx := d.ctx
+	if len(hooks.start) > 0 {
+		ctx = hooks.deliveryStart(ctx, &d.info)
+	}
+	hctx, cancelTimeout := ctx, context.CancelFunc(nil)
+	if r.opts.Timeout > 0 {
+		hctx, cancelTimeout = context.WithTimeoutCause(ctx, r.opts.Timeout, ErrTimeout)
+	}
+	start := time.Now()
+	err = r.call(hctx, d, env)
+	res := DeliveryResult{Err: err, Duration: time.Since(start)}
+	timedOut := false
+	if cancelTimeout != nil {
+		timedOut = errors.Is(context.Cause(hctx), ErrTimeout)
+		cancelTimeout()
+	}
+	var s ontimedriver.Settlement
+	settle := false
+	switch {
+	case d.settled.Load():
+		// Settled by hand: the manual call decided the outcome.
+		if m := d.manual.Load(); m != nil {
+			res.Outcome, res.Delay, res.Reason = m.outcome, m.delay, m.reason
+			if m.err != nil {
+				res.Err = m.err
+			}
+		}
+	case d.lost.Load():
+		// The heartbeat round or lease watch that found the lease lost
+		// logged it (one line for all the leases it lost).
 		r.w.log.Debug("ontime: lease lost while the handler ran; its result is not acked", "topic", r.topic, "id", d.t.ID)
-		return
+		res.Outcome = OutcomeLeaseLost
+	default:
+		s, res.Outcome, res.Err = r.decide(d, err, timedOut)
+		res.Delay, res.Reason = s.Delay, s.Reason
+		settle = true
 	}
-	d.settleAsync(r.settlementFor(d, err))
+	if len(hooks.end) > 0 {
+		hooks.deliveryEnd(ctx, &d.info, res)
+	}
+	if settle {
+		d.settleAsync(s)
+	}
 }
 
-// call runs the handler, turning a panic into an error.
-func (r *runner) call(d *delivery, env *envelope.Message) (err error) {
+// call runs the middleware and the handler. A panic in the handler becomes
+// a *PanicError the middleware sees; a panic in a middleware becomes one
+// too.
+func (r *runner) call(ctx context.Context, d *delivery, env *envelope.Message) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			stack := debug.Stack()
-			r.w.log.Error("ontime: handler panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p), "stack", string(stack))
-			err = fmt.Errorf("handler panicked: %v", p)
+			err = r.panicked(d, p)
 		}
 	}()
-	return r.h(d.ctx, d, env)
+	inner := func(ctx context.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = r.panicked(d, p)
+			}
+		}()
+		return r.h(ctx, d, env)
+	}
+	mws := r.w.cfg.Middleware
+	if len(mws) == 0 {
+		return inner(ctx)
+	}
+	next := inner
+	for i := len(mws) - 1; i >= 0; i-- {
+		mw, n := mws[i], next
+		next = func(ctx context.Context) error { return mw(ctx, &d.info, n) }
+	}
+	return next(ctx)
+}
+
+// panicked logs a recovered panic and returns it as an error.
+func (r *runner) panicked(d *delivery, p any) error {
+	stack := debug.Stack()
+	r.w.log.Error("ontime: handler panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p), "stack", string(stack))
+	return &PanicError{Value: p, Stack: stack}
+}
+
+// decide maps a handler's result to what happens to the timer, the outcome
+// hooks report and the error that ended the attempt. An attempt that ran
+// past TopicOptions.Timeout has failed, whatever the handler returned
+// (with an error wrapping ErrTimeout), unless a shutdown that ran out of
+// time cancelled it (then it is released).
+func (r *runner) decide(d *delivery, err error, timedOut bool) (ontimedriver.Settlement, Outcome, error) {
+	forcedStop := r.forced.Load() && d.ctx.Err() != nil
+	var s ontimedriver.Settlement
+	if timedOut && !forcedStop {
+		terr := fmt.Errorf("%w after %s", ErrTimeout, r.opts.Timeout)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			terr = fmt.Errorf("%w after %s: %w", ErrTimeout, r.opts.Timeout, err)
+		}
+		s = d.failure(terr, -1)
+		return s, outcomeOfKind(s.Kind), terr
+	}
+	s = r.settlementFor(d, err)
+	var o *outcome
+	isOutcome := errors.As(err, &o)
+	switch {
+	case s.Kind == ontimedriver.Ack && isOutcome && o.kind == outcomeReject:
+		return s, OutcomeRejected, err
+	case s.Kind == ontimedriver.Snooze && forcedStop && !(isOutcome && o.kind == outcomeSnooze):
+		return s, OutcomeReleased, err
+	}
+	return s, outcomeOfKind(s.Kind), err
+}
+
+// outcomeOfKind is the outcome a settlement kind reports (an Ack of a
+// rejected timer, and the release of a cancelled one, are told apart by
+// the caller).
+func outcomeOfKind(k ontimedriver.SettleKind) Outcome {
+	switch k {
+	case ontimedriver.Ack:
+		return OutcomeAcked
+	case ontimedriver.Retry:
+		return OutcomeRetried
+	case ontimedriver.Snooze:
+		return OutcomeSnoozed
+	}
+	return OutcomeDeadLettered
 }
 
 // settlementFor maps a handler's result to what happens to the timer.
@@ -462,16 +579,34 @@ func (d *delivery) settleAsync(s ontimedriver.Settlement) {
 	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load()})
 }
 
+// manualOutcome is what a manual settle decided, for DeliveryEndHook.
+type manualOutcome struct {
+	outcome Outcome
+	delay   time.Duration
+	reason  string
+	err     error // the error given to Nack, Reject or DeadLetter
+}
+
 // settleNow applies a manual outcome and waits for the store's answer.
-func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement) error {
+// rejected tells a Reject from an Ack (both delete the timer); cause is the
+// error given to Nack, Reject or DeadLetter.
+func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement, rejected bool, cause error) error {
 	if d.settled.Swap(true) {
 		return ErrAlreadySettled
 	}
+	m := &manualOutcome{outcome: outcomeOfKind(s.Kind), delay: s.Delay, reason: s.Reason, err: cause}
+	if rejected {
+		m.outcome = OutcomeRejected
+	}
+	d.manual.Store(m)
 	s.Lease = ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token}
 	reply := make(chan error, 1)
 	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load(), reply: reply})
 	select {
 	case err := <-reply:
+		if isLeaseLost(err) {
+			d.manual.Store(&manualOutcome{outcome: OutcomeLeaseLost, err: cause})
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

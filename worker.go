@@ -23,6 +23,9 @@ type WorkerConfig struct {
 	// Defaults applies to every topic for the fields its TopicOptions leave
 	// zero.
 	Defaults TopicOptions
+	// Middleware runs around every handler call of the worker, the first
+	// outermost (see [Middleware]). Default none.
+	Middleware []Middleware
 }
 
 // Worker runs handlers for topics. Register handlers with Handle (on the
@@ -61,6 +64,14 @@ func NewWorker(c *Client, cfg *WorkerConfig) *Worker {
 		wc.ShutdownTimeout = 15 * time.Second
 	}
 	wc.Defaults = wc.Defaults.withDefaults()
+	// A nil middleware is skipped (and the caller's slice is not shared).
+	mws := make([]Middleware, 0, len(wc.Middleware))
+	for _, m := range wc.Middleware {
+		if m != nil {
+			mws = append(mws, m)
+		}
+	}
+	wc.Middleware = mws
 	w := &Worker{
 		client:  c,
 		log:     wc.Logger,
