@@ -116,7 +116,8 @@ type Timer struct {
 	Body any
 	// Delay from now (the store's clock). Must not be negative.
 	Delay time.Duration
-	// At is an absolute due time; one in the past fires at once.
+	// At is an absolute due time; one in the past fires at once. It must
+	// be within ontimedriver.MinDue..MaxDue (years 1970 to 9999).
 	At time.Time
 	// Headers are user headers. They are written in key order.
 	Headers map[string]string
@@ -140,7 +141,9 @@ func In(d time.Duration) PublishOption {
 }
 
 // At makes the timer due at the instant t. An instant in the past fires at
-// once.
+// once. t must be within the supported range, 1970-01-01T00:00:00Z to
+// 9999-12-31T23:59:59.999Z (ontimedriver.MinDue, MaxDue): Publish refuses
+// anything else with ErrInvalid, naming the value.
 func At(at time.Time) PublishOption {
 	return func(t *Timer, _ *publishMode) { t.At = at }
 }
@@ -365,6 +368,11 @@ func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
 	}
 	if t.Delay > 0 && !t.At.IsZero() {
 		return ontimedriver.NewTimer{}, invalidf("both a delay and an instant were given; use one")
+	}
+	if !t.At.IsZero() {
+		if err := ontimedriver.ValidateDue(t.At); err != nil {
+			return ontimedriver.NewTimer{}, err
+		}
 	}
 	id := t.ID
 	if id == "" {

@@ -156,7 +156,10 @@ const (
 )
 
 // NewTimer is a timer to schedule. Exactly one of At and Delay is used: At if
-// it is not the zero time, else Delay (>= 0) added to the store's clock.
+// it is not the zero time, else Delay (>= 0) added to the store's clock. At
+// must be within [MinDue, MaxDue] (see ValidateDue): Schedule refuses the
+// whole call otherwise, with an error wrapping ErrInvalid that names the
+// value, and writes nothing.
 type NewTimer struct {
 	ID      string
 	At      time.Time

@@ -63,6 +63,7 @@ func libraryCases() []libCase {
 		{"Retry", libRetry},
 		{"Reject", libReject},
 		{"Snooze", libSnooze},
+		{"LongestDelays", libLongestDelays},
 		{"MaxAttempts", libMaxAttempts},
 		{"DeadLetterOutcome", libDeadLetterOutcome},
 		{"Undecodable", libUndecodable},

@@ -209,9 +209,14 @@ func ceilMs(t time.Time) int64 {
 	return ms
 }
 
-// durMs is d in milliseconds, rounded up.
+// durMs is d in milliseconds, rounded up (without overflow near the
+// largest Duration).
 func durMs(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
 
 func floorDiv(a, b int64) int64 {

@@ -40,6 +40,11 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
 		}
+		if !t.At.IsZero() {
+			if err := ontimedriver.ValidateDue(t.At); err != nil {
+				return nil, fmt.Errorf("timer %q: %w", t.ID, err)
+			}
+		}
 		// One value for the due time: absolute, or "+" and a delay from
 		// the store's clock.
 		var due string
