@@ -125,8 +125,11 @@ func testScheduleDelayAndAt(e *env) {
 	if d := res[4].Due; !d.Equal(past) {
 		e.t.Errorf("At %s (in the past): Due %s, want it unchanged", ts(past), ts(d))
 	}
-	if d := res[5].Due; d.Before(before) || d.After(after.Add(time.Millisecond)) {
-		e.t.Errorf("zero At and Delay: Due %s, want store now, within [%s, %s]", ts(d), ts(before), ts(after.Add(time.Millisecond)))
+	// Due now: the store's clock at its due-time precision (a store that
+	// keeps milliseconds rounds it down, so the timer is claimable at once;
+	// a claim runs after the publish, so it is never early).
+	if d := res[5].Due; d.Before(before.Truncate(time.Millisecond)) || d.After(after.Add(time.Millisecond)) {
+		e.t.Errorf("zero At and Delay: Due %s, want store now, within [%s, %s]", ts(d), ts(before.Truncate(time.Millisecond)), ts(after.Add(time.Millisecond)))
 	}
 
 	dues := make(map[string]time.Time)

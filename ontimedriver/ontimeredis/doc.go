@@ -48,7 +48,12 @@
 // Time comes from the Redis server (TIME inside the scripts), never from
 // worker clocks, so clock skew between hosts cannot make a timer fire early
 // or hand one lease to two workers. Due times are whole milliseconds,
-// rounded up.
+// rounded up, and a delay is added to the store's clock read at its full
+// resolution (TIME's microseconds), so a timer published with In(d) is never
+// claimed before TIME has advanced by d: due = the first whole millisecond
+// at or after TIME + d (a timer due now, with no delay, is due at TIME's
+// millisecond and claimable at once; a claim runs after the publish). A
+// claim takes the timers whose due millisecond TIME has reached.
 //
 // # Timeouts
 //
@@ -111,9 +116,13 @@
 // microseconds) it is refused except with probability 1/1000. Python's own
 // acks stay unconditional, as they are in Python.
 //
-// Time in the compatible layout is also the Redis server's, at millisecond
-// resolution: a Python score of 10.0005 s is due from 10.000 s on (Python
-// itself compares against each worker's wall clock).
+// Time in the compatible layout is also the Redis server's, compared at its
+// full resolution, the microsecond: a score stands for the nearest whole
+// microsecond (a double holds no more: about 0.24 µs today), and a Go
+// claim takes it once TIME has reached that microsecond, so a Python score
+// of 10.0005 s is due at 10.000500 s, never before (Python itself compares
+// against each worker's wall clock). Due times ontime writes are whole
+// milliseconds, rounded up as in the native layout.
 //
 // The compatible layout's two keys per topic carry no hash tag, so it
 // cannot run on Redis Cluster (neither can the Python library); New

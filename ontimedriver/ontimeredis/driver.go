@@ -219,6 +219,21 @@ func durMs(d time.Duration) int64 {
 	return ms
 }
 
+// delaySpec is a delay as the scripts read it: "<ms>:<us>", d rounded up to
+// the microsecond and split into whole milliseconds and the microseconds
+// past them (so that no number passes 2^53 in Lua, even for the largest
+// Duration). The scripts add it to the store's clock at its full
+// resolution and round the sum up to the millisecond (due_after in
+// lua/shared.lua): a timer is never due before the store's clock, read in
+// microseconds, has advanced by d.
+func delaySpec(d time.Duration) string {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return strconv.FormatInt(us/1000, 10) + ":" + strconv.FormatInt(us%1000, 10)
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -238,9 +253,12 @@ func (d *Driver) scoreTime(score string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("ontimeredis: bad score %q: %w", score, err)
 	}
 	if d.compat {
-		// Millisecond resolution, as everywhere in ontime: a Python
-		// score of 10.0005 s is due from 10.000 s on.
-		return msTime(floorDiv(int64(math.Floor(f*1e6+0.5)), 1000)), nil
+		// The instant the score stands for, to the nearest microsecond,
+		// as the claim script reads it (score_us in
+		// lua/compat_common.lua): a Python score of 10.0005 s is due at
+		// 10.000500 s, not before. The arithmetic is exact (see there).
+		sec := math.Floor(f)
+		return usTime(int64(sec)*1e6 + int64(math.Floor((f-sec)*1e6+0.5))), nil
 	}
 	return msTime(int64(f)), nil
 }

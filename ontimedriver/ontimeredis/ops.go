@@ -51,7 +51,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		if !t.At.IsZero() {
 			due = strconv.FormatInt(ceilMs(t.At)*unit, 10)
 		} else {
-			due = "+" + strconv.FormatInt(durMs(t.Delay)*unit, 10)
+			due = "+" + delaySpec(t.Delay)
 		}
 		args = append(args, t.ID, due, t.Payload)
 	}
@@ -106,7 +106,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
 		return nil, errReply
 	}
-	out := &ontimedriver.ClaimResult{Now: msTime(replyInt(a[0]))}
+	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
 	until := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
@@ -200,7 +200,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		if len(errText) > maxErrorText {
 			errText = errText[:maxErrorText]
 		}
-		args = append(args, durMs(op.Delay), op.Reason, errText)
+		args = append(args, delaySpec(op.Delay), op.Reason, errText)
 	}
 	s, ks := sSettle, []string{k.due, k.msg, k.lease, k.dead, k.dmsg}
 	if d.compat {
