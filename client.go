@@ -119,7 +119,8 @@ type Timer struct {
 	// At is an absolute due time; one in the past fires at once. It must
 	// be within ontimedriver.MinDue..MaxDue (years 1970 to 9999).
 	At time.Time
-	// Headers are user headers. They are written in key order.
+	// Headers are user headers. They are written in key order (the Python
+	// writer keeps insertion order; readers see the same headers).
 	Headers map[string]string
 	// CorrelationID defaults to the timer id.
 	CorrelationID string

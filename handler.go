@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ontime-go/ontime/envelope"
@@ -117,9 +118,13 @@ func (e *undecodableError) Error() string { return "body does not decode: " + e.
 func (e *undecodableError) Unwrap() error { return e.err }
 
 // Handle registers h for topic on r. Bodies are decoded into T: []byte
-// gets the raw body, string the text, json.RawMessage the JSON as is, any
-// other type is unmarshalled from JSON (an empty body leaves T's zero
-// value). A body that does not decode into T is dead-lettered with reason
+// gets the raw body, string the text, json.RawMessage the JSON as is; any
+// (the empty interface) follows the content type as the Python library's
+// reader does: a string for "text/plain", the JSON value (map[string]any,
+// []any, float64, ...) for "application/json", the raw []byte for another
+// content type, and for none the JSON value if the body is JSON, else the
+// raw []byte (an empty body is nil). Any other type is unmarshalled from
+// JSON (an empty body leaves T's zero value). A body that does not decode into T is dead-lettered with reason
 // "undecodable" without calling h. opts may be nil.
 //
 // Handle must be called before the Worker runs. Registering a topic twice
@@ -135,7 +140,7 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
 			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}
-		if err := decode(env.Body, &m.Body); err != nil {
+		if err := decode(env.Body, d.info.ContentType, &m.Body); err != nil {
 			return &undecodableError{err}
 		}
 		return h(ctx, m)
@@ -143,17 +148,21 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 	return r.register(topic, raw, opts)
 }
 
-func bodyDecoder[T any]() func([]byte, *T) error {
+// bodyDecoder returns the decoder of bodies into T. It gets the body and
+// the envelope's content type.
+func bodyDecoder[T any]() func(b []byte, contentType string, out *T) error {
 	var zero T
 	switch any(&zero).(type) {
 	case *[]byte:
-		return func(b []byte, out *T) error { *any(out).(*[]byte) = b; return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*[]byte) = b; return nil }
 	case *string:
-		return func(b []byte, out *T) error { *any(out).(*string) = string(b); return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*string) = string(b); return nil }
 	case *json.RawMessage:
-		return func(b []byte, out *T) error { *any(out).(*json.RawMessage) = b; return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*json.RawMessage) = b; return nil }
+	case *any:
+		return func(b []byte, ct string, out *T) error { *any(out).(*any) = decodeAny(b, ct); return nil }
 	}
-	return func(b []byte, out *T) error {
+	return func(b []byte, _ string, out *T) error {
 		if len(b) == 0 {
 			return nil
 		}
@@ -162,4 +171,29 @@ func bodyDecoder[T any]() func([]byte, *T) error {
 		}
 		return nil
 	}
+}
+
+// decodeAny reads a body by its content type, as the faststream reader
+// does: text/plain → string, application/json* → the JSON value, another
+// content type → []byte, none → the JSON value if it parses, else []byte.
+func decodeAny(b []byte, ct string) any {
+	switch {
+	case len(b) == 0:
+		return nil
+	case ct == envelope.ContentTypeText:
+		return string(b)
+	case strings.HasPrefix(ct, envelope.ContentTypeJSON):
+		var v any
+		if err := json.Unmarshal(b, &v); err == nil {
+			return v
+		}
+		return b
+	case ct != "":
+		return b
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err == nil {
+		return v
+	}
+	return b
 }

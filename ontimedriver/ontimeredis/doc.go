@@ -105,7 +105,12 @@
 // letters (a dead-lettered timer is deleted and logged). Python publishers
 // do not send wake-ups, so a Go worker notices their timers at its next
 // claim: the fallback PollInterval bounds that lateness; Go publishers do
-// wake Go workers.
+// wake Go workers, both when their timer comes before the topic's head and
+// when the head is already due (a Python timer nobody has claimed yet), so
+// that a Go publish also brings the waiting Python timers to a sleeping Go
+// worker. A handler of type any (Handle[any]) gets a body as the Python
+// reader's Any does: text/plain as a string, JSON as its value, another
+// content type as []byte, none as JSON if it parses, else []byte.
 //
 // Fencing without extra keys: a lease deadline written by ontime is a whole
 // millisecond plus a tag of 1–999 microseconds, and the tag is the lease
@@ -140,11 +145,20 @@
 // The Python reader cannot read such an envelope and hands the whole of it
 // over as a raw body.
 //
-// The two readers also differ on an envelope that starts with the magic but
-// reads consistently neither way (damaged, or hand-made): the Python reader
-// delivers it as a raw body, ontime treats it as undecodable and
-// dead-letters it (reason "undecodable"; the stored bytes are kept whole in
-// the dead letter). In the compatible layout that dead letter is kept only
+// User headers: ontime writes them sorted by key (Publish takes them as a
+// map, which has no order); the Python writer keeps its dict's insertion
+// order. Both readers see the same headers either way; only a byte-for-byte
+// comparison of two envelopes with two or more user headers tells them
+// apart.
+//
+// The two readers also differ on damaged (or hand-made) envelopes that
+// start with the magic. One whose data_start points past its end: the
+// Python reader reads its headers and hands over an empty body (slicing
+// past the end of a bytes value gives an empty one); ontime treats it as
+// undecodable. One that reads consistently neither way: the Python reader
+// delivers it as a raw body; ontime treats it as undecodable. ontime
+// dead-letters an undecodable envelope (reason "undecodable"; the stored
+// bytes are kept whole in the dead letter). In the compatible layout that dead letter is kept only
 // with CompatDeadLetters; without it the timer is deleted and a warning
 // logged, as for every dead letter there. Either way a handler is never
 // given such bytes as its payload.

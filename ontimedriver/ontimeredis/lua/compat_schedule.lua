@@ -52,7 +52,13 @@ if m > 0 then
   batched('ZADD', KEYS[1], zadd)
   batched('HSET', KEYS[2], hset)
 end
+-- Wake Go workers when the new timer comes before the head, and also when
+-- the head is already due: Python publishers send no wake-up, so a Python
+-- timer can be due and unclaimed at the head while Go workers sleep until
+-- their poll; the wake-up (for the earlier of the two) gets them both.
 if earliest and (not old or earliest / 1000000 < old) then
   redis.call('PUBLISH', ARGV[2], fmt(earliest / 1000))
+elseif earliest and old * 1000000 <= now then
+  redis.call('PUBLISH', ARGV[2], fmt(math.floor(old * 1000)))
 end
 return out
