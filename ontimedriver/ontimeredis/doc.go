@@ -71,9 +71,14 @@
 // store call (see docs/guarantees.md), so they need neither option.
 //
 // Every operation is one Lua script call (lua/*.lua, embedded, each with
-// its KEYS/ARGV header). Scripts run by SHA; when Redis does not know a
-// script (after a restart, a failover or SCRIPT FLUSH) the driver loads it
-// and runs it again; Ping loads them all. Claim takes up to N due timers
+// its KEYS/ARGV header). Scripts run by SHA (EVALSHA) on the node that
+// holds the topic; when that node does not know a script (its first use
+// there, a restart, a failover, SCRIPT FLUSH: NOSCRIPT, and the script did
+// not run) the driver sends it whole once (EVAL, routed like EVALSHA), which
+// runs it and leaves it in that node's cache. No other node is asked to load
+// anything: on a Redis Cluster an unreachable replica, or a master that
+// holds other topics, stops nothing (TestClusterReplicaDown). Scripts are
+// never sent inside a pipeline. Claim takes up to N due timers
 // oldest first, gives each a fresh token, raises its attempt counter and
 // returns the topic's next claimable instant in the same reply. Settle,
 // Extend and Cancel are fenced by the token: a worker whose lease was lost,

@@ -30,7 +30,6 @@ type Driver struct {
 	compat bool
 	log    *slog.Logger
 	closed atomic.Bool
-	loaded atomic.Bool // scripts loaded once
 
 	// ctxBound is true when rdb itself ends a command at its context's
 	// deadline (go-redis's ContextTimeoutEnabled); otherwise the driver
@@ -48,7 +47,7 @@ var _ ontimedriver.Driver = (*Driver)(nil)
 var _ ontimedriver.LegacyPayloads = (*Driver)(nil)
 
 // New returns a Driver on rdb. The caller owns rdb: Close does not close
-// it. New does not contact Redis; Ping does, and loads the scripts.
+// it. New does not contact Redis; Ping does.
 //
 // The compatible layout keeps two keys per topic with no hash tag, as the
 // Python library does, so it cannot run on Redis Cluster: New refuses a
@@ -127,7 +126,8 @@ func (d *Driver) Layout() Layout { return d.opt.Layout }
 // other programs: true for the compatible layout, where Python writes them.
 func (d *Driver) AcceptsLegacyPayloads() bool { return d.compat }
 
-// Ping checks that Redis answers and loads the scripts.
+// Ping checks that Redis answers. (Scripts are loaded where they run, on
+// first use; see eval.)
 func (d *Driver) Ping(ctx context.Context) error {
 	if d.closed.Load() {
 		return errClosed
@@ -135,10 +135,6 @@ func (d *Driver) Ping(ctx context.Context) error {
 	if _, err := bounded(d, ctx, func(ctx context.Context) (string, error) { return d.rdb.Ping(ctx).Result() }); err != nil {
 		return fmt.Errorf("ontimeredis: ping: %w", err)
 	}
-	if _, err := bounded(d, ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, loadScripts(ctx, d.rdb) }); err != nil {
-		return err
-	}
-	d.loaded.Store(true)
 	return nil
 }
 
