@@ -103,7 +103,8 @@ func leaseMargin(lease time.Duration) time.Duration {
 //
 // It wakes at the earliest such instant among the running handlers, and at
 // least every Lease/3: a handler dispatched after it went to sleep has a
-// deadline a whole lease away, later than the next wake.
+// deadline about a whole lease away, later than the next wake (dispatch
+// wakes it when a slow claim left less than that).
 func (r *runner) leaseWatch() {
 	defer close(r.watchDone)
 	margin := leaseMargin(r.opts.Lease)
@@ -116,6 +117,8 @@ func (r *runner) leaseWatch() {
 		case <-r.hctx.Done():
 			return
 		case <-t.C:
+		case <-r.watchPoke:
+			t.Stop()
 		}
 		now := time.Now().UnixNano()
 		next := now + int64(idle)

@@ -42,6 +42,7 @@ type runner struct {
 	settler   settler
 	hbDone    chan struct{}
 	watchDone chan struct{}
+	watchPoke chan struct{} // dispatch asks leaseWatch to look again
 	finished  chan struct{}
 }
 
@@ -54,6 +55,7 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 		inflight:   map[*delivery]struct{}{},
 		hbDone:     make(chan struct{}),
 		watchDone:  make(chan struct{}),
+		watchPoke:  make(chan struct{}, 1),
 		finished:   make(chan struct{}),
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
@@ -335,7 +337,16 @@ type delivery struct {
 // comes no earlier than (clock drift aside; see leaseMargin).
 func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, sent, storeNow time.Time) {
 	d := &delivery{r: r, t: *t, firedAt: storeNow}
-	d.deadline.Store(sent.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
+	deadline := sent.Add(t.LeaseUntil.Sub(storeNow))
+	d.deadline.Store(deadline.UnixNano())
+	if time.Until(deadline) < r.opts.Lease*2/3 {
+		// The claim took long (a slow store): this lease runs out sooner
+		// than leaseWatch expects of a fresh one; have it look again.
+		select {
+		case r.watchPoke <- struct{}{}:
+		default:
+		}
+	}
 	// A child of Run's ctx without its cancellation (its values only),
 	// and not of hctx: a child would be added to and removed from
 	// hctx's set of children (one lock for all of the topic's handlers)
