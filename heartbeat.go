@@ -25,12 +25,16 @@ func (r *runner) heartbeat() {
 		ds     []*delivery
 		leases []ontimedriver.Lease
 	)
+	again := false
 	for {
-		select {
-		case <-r.hctx.Done():
-			return
-		case <-t.C:
+		if !again {
+			select {
+			case <-r.hctx.Done():
+				return
+			case <-t.C:
+			}
 		}
+		again = false
 		ds, leases = ds[:0], leases[:0]
 		r.mu.Lock()
 		for d := range r.inflight {
@@ -57,6 +61,12 @@ func (r *runner) heartbeat() {
 		}
 		r.w.health.ok()
 		next := start.Add(r.opts.Lease).UnixNano()
+		// The new deadlines count from when the call was sent. After a
+		// slow call (go-redis redialling a store that just came back)
+		// that is far too early, and leaseWatch would cancel handlers the
+		// store still leases to this worker: extend again at once, to
+		// count from a recent instant.
+		again = time.Since(start) > leaseMargin(r.opts.Lease)/2
 		lost, sample := 0, []string(nil)
 		for i, e := range res {
 			d := ds[i]
@@ -143,7 +153,7 @@ func (r *runner) leaseWatch() {
 		}
 		r.mu.Unlock()
 		if lost > 0 {
-			r.w.log.Warn("ontime: leases ran out without an extension (store unreachable, or the heartbeat is disabled); cancelling their handlers before another worker can take the timers; their results will not be acked",
+			r.w.log.Warn("ontime: leases ran out without an extension (no answer from the store, or the heartbeat is disabled); cancelling their handlers before another worker can take the timers; their results will not be acked",
 				"topic", r.topic, "count", lost, "ids", sample)
 		}
 		t.Reset(time.Duration(next - time.Now().UnixNano()))

@@ -218,8 +218,25 @@ func (r *runner) claimLoop() {
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
 		r.releaseSlots(n - len(res.Timers))
+		// The store leased the timers at some instant between sent and
+		// now; the lease deadline on the local clock is taken from sent,
+		// which is never late. After a slow claim (go-redis redialling a
+		// store that just came back, a claim held in a partition) that is
+		// far too early: extend the leases at once, and count from then.
+		leaseFrom := func(*ontimedriver.ClaimedTimer) time.Time { return sent }
+		if localNow.Sub(sent) > leaseMargin(r.opts.Lease)/2 && len(res.Timers) > 0 {
+			leaseFrom = r.reLease(res, sent)
+		}
 		for i := range res.Timers {
-			r.dispatch(&res.Timers[i], sent, res.Now)
+			t := &res.Timers[i]
+			from := leaseFrom(t)
+			if from.IsZero() {
+				// Lost between the claim and the extension (re-published
+				// or cancelled): not ours to run.
+				r.releaseSlots(1)
+				continue
+			}
+			r.dispatch(t, from.Add(t.LeaseUntil.Sub(res.Now)), res.Now)
 		}
 		if len(res.Timers) == n {
 			continue // maybe more are due
@@ -331,13 +348,44 @@ type delivery struct {
 	deadline atomic.Int64
 }
 
-// dispatch starts the handler of a claimed timer. sent is when the claim
-// was sent (local clock): the store leased the timer after that instant,
-// so sent + the lease is a deadline on the local clock that the store's
-// comes no earlier than (clock drift aside; see leaseMargin).
-func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, sent, storeNow time.Time) {
+// reLease extends the leases of a slow claim's timers right away, so that
+// their local deadlines count from a recent instant instead of from when
+// the claim was sent. It returns, per timer, the local instant its lease
+// counts from (when the extension was sent; sent, for all of them, if the
+// extension failed), or the zero time for a timer whose lease was lost.
+func (r *runner) reLease(res *ontimedriver.ClaimResult, sent time.Time) func(*ontimedriver.ClaimedTimer) time.Time {
+	leases := make([]ontimedriver.Lease, len(res.Timers))
+	for i, t := range res.Timers {
+		leases[i] = ontimedriver.Lease{ID: t.ID, Token: t.Token}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
+	defer cancel()
+	ext := time.Now()
+	errs, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
+	if err != nil || len(errs) != len(leases) {
+		return func(*ontimedriver.ClaimedTimer) time.Time { return sent }
+	}
+	from := make(map[string]time.Time, len(leases))
+	for i, e := range errs {
+		switch {
+		case e == nil:
+			from[leases[i].ID] = ext
+		case isLeaseLost(e):
+			from[leases[i].ID] = time.Time{}
+		default:
+			from[leases[i].ID] = sent
+		}
+	}
+	return func(t *ontimedriver.ClaimedTimer) time.Time { return from[t.ID] }
+}
+
+// dispatch starts the handler of a claimed timer. deadline is its lease
+// deadline on the local clock, counted from when the claim (or an
+// extension) was sent: the store leased the timer after that instant, so
+// the store's deadline comes no earlier (clock drift aside; see
+// leaseMargin).
+func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.Time) {
 	d := &delivery{r: r, t: *t, firedAt: storeNow}
-	deadline := sent.Add(t.LeaseUntil.Sub(storeNow))
 	d.deadline.Store(deadline.UnixNano())
 	if time.Until(deadline) < r.opts.Lease*2/3 {
 		// The claim took long (a slow store): this lease runs out sooner
