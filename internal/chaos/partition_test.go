@@ -206,4 +206,49 @@ func TestPartitionedWorkerNoOverlap(t *testing.T) {
 		o.waitStarts(t, ids, 2, 10*time.Second, "the worker to claim its expired timers again")
 		o.check(t)
 	})
+
+	t.Run("a slow claim costs its handlers nothing", func(t *testing.T) {
+		// The worker's claim is held in the partition for about a lease
+		// (under the claim's own 2 s bound) and reaches Redis when it
+		// heals. Its lease deadline, counted from when the claim was sent,
+		// has then (nearly) passed: the worker must extend the leases at
+		// once instead of cancelling a handler the store still leases to
+		// it.
+		proxy := redistest.StartProxy(t, srv.Addr)
+		prefix := redistest.Prefix(t)
+		const topic = "partition-slow-claim"
+		c, _ := newStoreClient(t, readmeClient(t, proxy.Addr), prefix, nil)
+		pub, _ := newStoreClient(t, readmeClient(t, srv.Addr), prefix, nil)
+		type run struct {
+			attempt   int
+			cancelled bool
+		}
+		runs := make(chan run, 10)
+		startWorker(t, c, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
+			select {
+			case <-time.After(1500 * time.Millisecond): // past the first lease
+				runs <- run{m.Attempt, false}
+				return nil
+			case <-ctx.Done():
+				runs <- run{m.Attempt, true}
+				return ctx.Err()
+			}
+		}, opts)
+		time.Sleep(300 * time.Millisecond) // the worker is idle, polling
+		proxy.Partition()
+		if _, err := pub.Publish(t.Context(), topic, []byte("x"), ontime.WithID("slow")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(opts.Lease)
+		proxy.Heal()
+		select {
+		case r := <-runs:
+			if r.cancelled || r.attempt != 1 {
+				t.Errorf("the handler of a slowly claimed timer: attempt %d, cancelled %v; want attempt 1, run to its end", r.attempt, r.cancelled)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the handler did not end")
+		}
+		waitEmpty(t, pub, topic, 5*time.Second)
+	})
 }
