@@ -35,7 +35,9 @@ type Config struct {
 	// [BeforePublishHook], [AfterPublishHook], [DeliveryStartHook] and
 	// [DeliveryEndHook]; NewClient refuses a value that implements none.
 	// Hooks run on the calling goroutine (the publisher's, the handler's):
-	// keep them fast and never block in them. Hooks of one kind run in the
+	// keep them fast and never block in them. A delivery hook's panic is
+	// logged and the delivery goes on (the hooks after it in that call are
+	// skipped); a publish hook's panic reaches the caller of Publish. Hooks of one kind run in the
 	// order given here; those that end something (AfterPublish,
 	// DeliveryEnd) run in reverse order, so that spans nest. Default none.
 	Hooks []any

@@ -440,8 +440,8 @@ func (r *runner) process(d *delivery) {
 		r.w.log.Error("ontime: stored envelope does not decode; dead-lettering it", "topic", r.topic, "id", d.t.ID, "err", err)
 		if hooks.deliveryHooks() {
 			d.info.CorrelationID = d.t.ID
-			ctx := hooks.deliveryStart(d.ctx, &d.info)
-			hooks.deliveryEnd(ctx, &d.info, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonUndecodable})
+			ctx := r.hookStart(d.ctx, d)
+			r.hookEnd(ctx, d, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonUndecodable})
 		}
 		d.settleAsync(deadSettlement(ontimedriver.ReasonUndecodable, err))
 		return
@@ -452,7 +452,7 @@ func (r *runner) process(d *delivery) {
 	}
 	ctx := d.ctx
 	if len(hooks.start) > 0 {
-		ctx = hooks.deliveryStart(ctx, &d.info)
+		ctx = r.hookStart(ctx, d)
 	}
 	hctx, cancelTimeout := ctx, context.CancelFunc(nil)
 	if r.opts.Timeout > 0 {
@@ -488,11 +488,33 @@ func (r *runner) process(d *delivery) {
 		settle = true
 	}
 	if len(hooks.end) > 0 {
-		hooks.deliveryEnd(ctx, &d.info, res)
+		r.hookEnd(ctx, d, res)
 	}
 	if settle {
 		d.settleAsync(s)
 	}
+}
+
+// hookStart runs the DeliveryStart hooks. A hook that panics is logged and
+// skipped (with the hooks after it): a worker must not die of a hook.
+func (r *runner) hookStart(ctx context.Context, d *delivery) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.log.Error("ontime: a DeliveryStartHook panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
+		}
+	}()
+	return r.w.client.hooks.deliveryStart(ctx, &d.info)
+}
+
+// hookEnd runs the DeliveryEnd hooks; a panic is logged, as in hookStart.
+func (r *runner) hookEnd(ctx context.Context, d *delivery, res DeliveryResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.log.Error("ontime: a DeliveryEndHook panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
+		}
+	}()
+	r.w.client.hooks.deliveryEnd(ctx, &d.info, res)
 }
 
 // call runs the middleware and the handler. A panic in the handler becomes
