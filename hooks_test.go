@@ -534,3 +534,51 @@ func TestHookOrderAndValidation(t *testing.T) {
 		t.Errorf("a hook that implements nothing: %v", err)
 	}
 }
+
+type panicHook struct{}
+
+func (panicHook) DeliveryStart(ctx context.Context, d *ontime.Delivery) context.Context {
+	panic("start")
+}
+
+func (panicHook) DeliveryEnd(ctx context.Context, d *ontime.Delivery, r ontime.DeliveryResult) {
+	panic("end")
+}
+
+// TestPanickingHookSparesTheWorker: a delivery hook that panics is logged;
+// the delivery is handled and acked all the same.
+func TestPanickingHookSparesTheWorker(t *testing.T) {
+	t.Parallel()
+	client, err := ontime.NewClient(openBolt(t), &ontime.Config{Logger: quiet, Hooks: []any{panicHook{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan struct{}, 1)
+	w := ontime.NewWorker(client, &ontime.WorkerConfig{Logger: quiet})
+	if err := ontime.Handle(w, "jobs", func(context.Context, *ontime.Message[string]) error {
+		handled <- struct{}{}
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.Publish(ctx, "jobs", "x", ontime.WithID("a")); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w, ctx)
+	select {
+	case <-handled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not handled")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := client.Get(ctx, "jobs", "a"); errors.Is(err, ontime.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not acked")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
