@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -28,6 +29,18 @@ type Config struct {
 	// MaxBodyBytes refuses publishes whose encoded envelope is larger.
 	// Default 1 MiB; negative means no limit.
 	MaxBodyBytes int
+	// Hooks observe and extend the Client and the Workers built from it,
+	// so that a module (metrics, tracing, audit) can be plugged in without
+	// the library importing it. Each value implements one or more of
+	// [BeforePublishHook], [AfterPublishHook], [DeliveryStartHook] and
+	// [DeliveryEndHook]; NewClient refuses a value that implements none.
+	// Hooks run on the calling goroutine (the publisher's, the handler's):
+	// keep them fast and never block in them. A delivery hook's panic is
+	// logged and the delivery goes on (the hooks after it in that call are
+	// skipped); a publish hook's panic reaches the caller of Publish. Hooks of one kind run in the
+	// order given here; those that end something (AfterPublish,
+	// DeliveryEnd) run in reverse order, so that spans nest. Default none.
+	Hooks []any
 }
 
 // Client publishes, cancels and inspects timers on one store. It is safe
@@ -38,6 +51,7 @@ type Client struct {
 	log     *slog.Logger
 	maxBody int
 	lenient bool
+	hooks   hookSet
 }
 
 // NewClient returns a Client on the store behind d. The Client does not own
@@ -62,6 +76,10 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 			return nil, fmt.Errorf("Config.Prefix: %w", err)
 		}
 	}
+	hooks, err := newHookSet(c.Hooks)
+	if err != nil {
+		return nil, fmt.Errorf("NewClient: %w", err)
+	}
 	lp, ok := d.(ontimedriver.LegacyPayloads)
 	return &Client{
 		drv:     d,
@@ -69,6 +87,7 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 		log:     c.Logger,
 		maxBody: c.MaxBodyBytes,
 		lenient: ok && lp.AcceptsLegacyPayloads(),
+		hooks:   hooks,
 	}, nil
 }
 
@@ -99,9 +118,11 @@ type Timer struct {
 	Body any
 	// Delay from now (the store's clock). Must not be negative.
 	Delay time.Duration
-	// At is an absolute due time; one in the past fires at once.
+	// At is an absolute due time; one in the past fires at once. It must
+	// be within ontimedriver.MinDue..MaxDue (years 1970 to 9999).
 	At time.Time
-	// Headers are user headers. They are written in key order.
+	// Headers are user headers. They are written in key order (the Python
+	// writer keeps insertion order; readers see the same headers).
 	Headers map[string]string
 	// CorrelationID defaults to the timer id.
 	CorrelationID string
@@ -123,7 +144,9 @@ func In(d time.Duration) PublishOption {
 }
 
 // At makes the timer due at the instant t. An instant in the past fires at
-// once.
+// once. t must be within the supported range, 1970-01-01T00:00:00Z to
+// 9999-12-31T23:59:59.999Z (ontimedriver.MinDue, MaxDue): Publish refuses
+// anything else with ErrInvalid, naming the value.
 func At(at time.Time) PublishOption {
 	return func(t *Timer, _ *publishMode) { t.At = at }
 }
@@ -178,18 +201,43 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 	if m.idSet && t.ID == "" {
 		return "", invalidf("WithID: the id is empty; leave WithID out for a random UUID")
 	}
-	full, nts, err := c.prepare(topic, []Timer{t})
+	full, err := c.fullTopic(topic)
 	if err != nil {
 		return "", err
 	}
-	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(m.ifAbsent))
+	if !c.hooks.publishHooks() {
+		r, err := c.publishOne(ctx, full, t, m.ifAbsent)
+		return r.ID, err
+	}
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	ev := &PublishEvent{Topic: full, Timers: []Timer{t}, IfAbsent: m.ifAbsent}
+	ctx = c.hooks.before(ctx, ev)
+	r, err := c.publishOne(ctx, full, ev.Timers[0], m.ifAbsent)
+	if r.ID != "" {
+		ev.Results = []PublishResult{r}
+	}
+	ev.Err = err
+	c.hooks.after(ctx, ev)
+	return r.ID, err
+}
+
+// publishOne validates, encodes and writes one timer. Its result has an ID
+// when the timer reached the store and the store answered for it.
+func (c *Client) publishOne(ctx context.Context, full string, t Timer, ifAbsent bool) (PublishResult, error) {
+	nts, err := c.encodeAll([]Timer{t})
+	if err != nil {
+		return PublishResult{}, err
+	}
+	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(ifAbsent))
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("the store returned %d results for 1 timer", len(res))
 	}
 	if err != nil {
-		return "", fmt.Errorf("ontime: publish to %q: %w", full, err)
+		return PublishResult{}, fmt.Errorf("ontime: publish to %q: %w", full, err)
 	}
-	return nts[0].ID, res[0].Err
+	return PublishResult{ID: nts[0].ID, Due: res[0].Due, Err: res[0].Err}, res[0].Err
 }
 
 // PublishResult is the outcome of one timer of PublishBatch.
@@ -238,11 +286,37 @@ func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer,
 	for _, o := range opts {
 		o(&m)
 	}
-	full, nts, err := c.prepare(topic, timers)
+	full, err := c.fullTopic(topic)
 	if err != nil {
 		return nil, err
 	}
-	mode := scheduleMode(m.ifAbsent)
+	if !c.hooks.publishHooks() {
+		return c.publishBatch(ctx, full, timers, m.ifAbsent)
+	}
+	// The hooks get copies: they may change the headers, and the caller's
+	// timers and maps stay as they were.
+	ev := &PublishEvent{Topic: full, Timers: make([]Timer, len(timers)), IfAbsent: m.ifAbsent}
+	for i, t := range timers {
+		if t.ID == "" {
+			t.ID = uuid.NewString()
+		}
+		if t.Headers != nil {
+			t.Headers = maps.Clone(t.Headers)
+		}
+		ev.Timers[i] = t
+	}
+	ctx = c.hooks.before(ctx, ev)
+	ev.Results, ev.Err = c.publishBatch(ctx, full, ev.Timers, m.ifAbsent)
+	c.hooks.after(ctx, ev)
+	return ev.Results, ev.Err
+}
+
+func (c *Client) publishBatch(ctx context.Context, full string, timers []Timer, ifAbsent bool) ([]PublishResult, error) {
+	nts, err := c.encodeAll(timers)
+	if err != nil {
+		return nil, err
+	}
+	mode := scheduleMode(ifAbsent)
 	out := make([]PublishResult, len(nts))
 	for start := 0; start < len(nts); start += BatchChunkSize {
 		end := min(start+BatchChunkSize, len(nts))
@@ -275,24 +349,20 @@ func scheduleMode(ifAbsent bool) ontimedriver.ScheduleMode {
 	return ontimedriver.Upsert
 }
 
-// prepare validates the topic and encodes every timer; nothing is written.
-func (c *Client) prepare(topic string, timers []Timer) (string, []ontimedriver.NewTimer, error) {
-	full, err := c.fullTopic(topic)
-	if err != nil {
-		return "", nil, err
-	}
+// encodeAll validates and encodes every timer; nothing is written.
+func (c *Client) encodeAll(timers []Timer) ([]ontimedriver.NewTimer, error) {
 	nts := make([]ontimedriver.NewTimer, len(timers))
 	for i := range timers {
 		nt, err := c.encodeTimer(&timers[i])
 		if err != nil {
 			if len(timers) > 1 {
-				return "", nil, fmt.Errorf("timer %d: %w", i, err)
+				return nil, fmt.Errorf("timer %d: %w", i, err)
 			}
-			return "", nil, err
+			return nil, err
 		}
 		nts[i] = nt
 	}
-	return full, nts, nil
+	return nts, nil
 }
 
 func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
@@ -301,6 +371,11 @@ func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
 	}
 	if t.Delay > 0 && !t.At.IsZero() {
 		return ontimedriver.NewTimer{}, invalidf("both a delay and an instant were given; use one")
+	}
+	if !t.At.IsZero() {
+		if err := ontimedriver.ValidateDue(t.At); err != nil {
+			return ontimedriver.NewTimer{}, err
+		}
 	}
 	id := t.ID
 	if id == "" {

@@ -57,7 +57,29 @@
 // when an earlier timer is published, and polls only as a fallback
 // (TopicOptions.PollInterval), so an idle worker makes one store call per
 // poll interval. While a handler runs, its lease is extended (heartbeat); if
-// the lease is lost its context is cancelled and its result is not acked.
+// the lease is lost, or its deadline comes near without a successful
+// extension (the store unreachable, or the heartbeat disabled), the
+// handler's context is cancelled before another worker can claim the timer,
+// and its result is not acked: two handlers of one timer never run at once,
+// as long as handlers return when their context ends.
+//
+// [TopicOptions].Timeout bounds each attempt: the handler's context ends
+// then (its cause [ErrTimeout]) and an attempt that runs past it has failed.
+// Handlers' contexts carry the values of Run's context.
+//
+// # Middleware and hooks
+//
+// [WorkerConfig].Middleware wraps every handler call of a worker ([Middleware]:
+// logging, timing, panic policies, turning errors into outcomes); a handler's
+// panic reaches it as a [*PanicError]. [Config].Hooks plug observers into a
+// Client and its workers without the library importing them: a
+// [BeforePublishHook] may write headers into every published timer (a W3C
+// traceparent), an [AfterPublishHook] sees what was written, a
+// [DeliveryStartHook] gives the handler's context (a span from those
+// headers), and a [DeliveryEndHook] gets every delivery's [Delivery] (topic,
+// id, attempt, due and fire instants, headers) and [DeliveryResult] (the
+// [Outcome], the error, the handler's duration). Metrics and tracing modules
+// are built on them.
 //
 // [Worker.Health] tells whether the store answers (Healthy, with the error
 // and the time it last changed) and whether wake-up notifications are
@@ -78,8 +100,10 @@
 // Outcomes the store has not taken when the context ends (a store outage
 // during the stop) get one last try and are then given up: their timers are
 // delivered again after their leases, never lost. Stop returns the
-// context's error in either case, and returns only once Run has returned. Stop on a Worker that never ran marks it stopped (Run then
-// returns [ErrStopped]); calling it again is harmless.
+// context's error in either case (Run then returns an error wrapping it; it
+// returns nil after a clean stop), and returns only once Run has returned.
+// Stop on a Worker that never ran marks it stopped (Run then returns
+// [ErrStopped]); calling it again is harmless.
 //
 // # Retries and stores without attempt counters
 //

@@ -51,3 +51,35 @@ func ExampleTopicOptions_lease() {
 	// ran past its first lease deadline, lease extended: true
 	// left: 0
 }
+
+// Timeout bounds each attempt: the handler's context ends after it, and an
+// attempt that runs past it has failed and is retried.
+func ExampleTopicOptions_timeout() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	client.Publish(ctx, "exports", "invoices.csv")
+
+	done := make(chan struct{})
+	worker := ontime.NewWorker(client, &ontime.WorkerConfig{Logger: quiet})
+	ontime.Handle(worker, "exports", func(ctx context.Context, m *ontime.Message[string]) error {
+		if m.Attempt == 1 {
+			<-ctx.Done() // a stuck export
+			fmt.Println("attempt 1:", context.Cause(ctx))
+			return ctx.Err()
+		}
+		fmt.Println("attempt 2: exported", m.Body)
+		close(done)
+		return nil
+	}, &ontime.TopicOptions{
+		Timeout: 50 * time.Millisecond,
+		Retry:   ontime.RetryPolicy{MinDelay: 10 * time.Millisecond},
+	})
+	go worker.Run(ctx)
+	<-done
+	worker.Stop(ctx)
+	// Output:
+	// attempt 1: ontime: handler timed out
+	// attempt 2: exported invoices.csv
+}

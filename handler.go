@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ontime-go/ontime/envelope"
@@ -12,13 +13,23 @@ import (
 // HandlerFunc handles one due timer. It returns nil to ack (delete) the
 // timer, an error to retry it later by the topic's RetryPolicy, or one of
 // Snooze, Reject, DeadLetter and RetryAfter. A panic counts as an error. ctx
-// is cancelled when the worker's lease on the timer is lost or a shutdown
-// runs out of time.
+// is cancelled when the worker's lease on the timer is lost, when the lease
+// is about to run out without an extension (at 90% of Lease since the claim
+// or the last successful extension was sent: the store is unreachable, or
+// the heartbeat is disabled), or when a shutdown runs out of time. After a
+// lost or run-out lease the handler's result is not acked, and the timer is
+// delivered again: a handler must return when ctx ends, or it may run
+// alongside that next delivery.
 type HandlerFunc[T any] func(ctx context.Context, m *Message[T]) error
 
 // TopicOptions tunes the handling of one topic. Zero fields take the
 // Worker's defaults (WorkerConfig.Defaults), whose zero fields take the
-// values given here.
+// values given here. Retry is merged field by field: a zero field of the
+// topic's RetryPolicy takes the Worker's, so a topic can change MinDelay
+// and keep the Worker's MaxAttempts. DisableHeartbeat is a bool, whose zero
+// value (false) cannot be told from "not set": the heartbeat is off for a
+// topic when its own options or the Worker's defaults set DisableHeartbeat,
+// so a Worker that disables it for all topics cannot re-enable it for one.
 type TopicOptions struct {
 	// MaxConcurrency is the most handlers of this topic running at once in
 	// this worker. Default 10.
@@ -32,12 +43,21 @@ type TopicOptions struct {
 	PollInterval time.Duration
 	// Retry is the retry policy for failed handlers.
 	Retry RetryPolicy
-	// DisableHeartbeat turns off lease extension: a handler that outlives
-	// its lease is then delivered again elsewhere (at least once).
+	// DisableHeartbeat turns off lease extension: a handler still running
+	// at 90% of its lease has its context cancelled and its result is not
+	// acked; the timer is delivered again when the lease expires.
 	DisableHeartbeat bool
 	// ClaimBatch caps how many timers one claim takes. Default 256 (never
 	// more than the free handler slots).
 	ClaimBatch int
+	// Timeout bounds each attempt: the handler's context (and its
+	// middleware's) ends Timeout after the attempt starts, with
+	// context.Cause ErrTimeout, and an attempt that has not returned by
+	// then has failed, whatever the handler returns: it is retried per
+	// Retry (dead-lettered past MaxAttempts), with an error wrapping
+	// ErrTimeout. Default 0: no timeout (the lease and the heartbeat still
+	// apply). Must not be negative.
+	Timeout time.Duration
 }
 
 func (o TopicOptions) merge(def TopicOptions) TopicOptions {
@@ -50,12 +70,14 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	if o.PollInterval == 0 {
 		o.PollInterval = def.PollInterval
 	}
-	if o.Retry == (RetryPolicy{}) {
-		o.Retry = def.Retry
-	}
+	o.Retry = o.Retry.merge(def.Retry)
 	if o.ClaimBatch == 0 {
 		o.ClaimBatch = def.ClaimBatch
 	}
+	if o.Timeout == 0 {
+		o.Timeout = def.Timeout
+	}
+	// A false DisableHeartbeat is the zero value: it takes the default's.
 	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
 	return o
 }
@@ -74,6 +96,8 @@ func (o TopicOptions) validate() error {
 		return invalidf("TopicOptions.PollInterval is %s; it must be >= 1ms", o.PollInterval)
 	case o.ClaimBatch < 0:
 		return invalidf("TopicOptions.ClaimBatch is %d; it must be > 0", o.ClaimBatch)
+	case o.Timeout < 0:
+		return invalidf("TopicOptions.Timeout is %s; it must not be negative (0 means none)", o.Timeout)
 	}
 	o.Retry = o.Retry.withDefaults()
 	return o.Retry.validate()
@@ -94,9 +118,13 @@ func (e *undecodableError) Error() string { return "body does not decode: " + e.
 func (e *undecodableError) Unwrap() error { return e.err }
 
 // Handle registers h for topic on r. Bodies are decoded into T: []byte
-// gets the raw body, string the text, json.RawMessage the JSON as is, any
-// other type is unmarshalled from JSON (an empty body leaves T's zero
-// value). A body that does not decode into T is dead-lettered with reason
+// gets the raw body, string the text, json.RawMessage the JSON as is; any
+// (the empty interface) follows the content type as the Python library's
+// reader does: a string for "text/plain", the JSON value (map[string]any,
+// []any, float64, ...) for "application/json", the raw []byte for another
+// content type, and for none the JSON value if the body is JSON, else the
+// raw []byte (an empty body is nil). Any other type is unmarshalled from
+// JSON (an empty body leaves T's zero value). A body that does not decode into T is dead-lettered with reason
 // "undecodable" without calling h. opts may be nil.
 //
 // Handle must be called before the Worker runs. Registering a topic twice
@@ -110,12 +138,9 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 		m := &Message[T]{
 			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
+			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}
-		m.CorrelationID, m.ContentType, m.Headers = splitHeaders(env)
-		if m.CorrelationID == "" {
-			m.CorrelationID = m.ID // envelopes without one (legacy, raw)
-		}
-		if err := decode(env.Body, &m.Body); err != nil {
+		if err := decode(env.Body, d.info.ContentType, &m.Body); err != nil {
 			return &undecodableError{err}
 		}
 		return h(ctx, m)
@@ -123,17 +148,21 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 	return r.register(topic, raw, opts)
 }
 
-func bodyDecoder[T any]() func([]byte, *T) error {
+// bodyDecoder returns the decoder of bodies into T. It gets the body and
+// the envelope's content type.
+func bodyDecoder[T any]() func(b []byte, contentType string, out *T) error {
 	var zero T
 	switch any(&zero).(type) {
 	case *[]byte:
-		return func(b []byte, out *T) error { *any(out).(*[]byte) = b; return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*[]byte) = b; return nil }
 	case *string:
-		return func(b []byte, out *T) error { *any(out).(*string) = string(b); return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*string) = string(b); return nil }
 	case *json.RawMessage:
-		return func(b []byte, out *T) error { *any(out).(*json.RawMessage) = b; return nil }
+		return func(b []byte, _ string, out *T) error { *any(out).(*json.RawMessage) = b; return nil }
+	case *any:
+		return func(b []byte, ct string, out *T) error { *any(out).(*any) = decodeAny(b, ct); return nil }
 	}
-	return func(b []byte, out *T) error {
+	return func(b []byte, _ string, out *T) error {
 		if len(b) == 0 {
 			return nil
 		}
@@ -142,4 +171,29 @@ func bodyDecoder[T any]() func([]byte, *T) error {
 		}
 		return nil
 	}
+}
+
+// decodeAny reads a body by its content type, as the faststream reader
+// does: text/plain → string, application/json* → the JSON value, another
+// content type → []byte, none → the JSON value if it parses, else []byte.
+func decodeAny(b []byte, ct string) any {
+	switch {
+	case len(b) == 0:
+		return nil
+	case ct == envelope.ContentTypeText:
+		return string(b)
+	case strings.HasPrefix(ct, envelope.ContentTypeJSON):
+		var v any
+		if err := json.Unmarshal(b, &v); err == nil {
+			return v
+		}
+		return b
+	case ct != "":
+		return b
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err == nil {
+		return v
+	}
+	return b
 }

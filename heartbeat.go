@@ -9,7 +9,9 @@ import (
 
 // heartbeat extends the leases of running handlers, all of a topic's in one
 // store call every Lease/3. A lease found lost cancels its handler's
-// context; the handler's result is then not acked.
+// context; the handler's result is then not acked. A lease that cannot be
+// extended (the store unreachable) runs out: leaseWatch cancels its handler
+// before the store can hand the timer to another worker.
 func (r *runner) heartbeat() {
 	defer close(r.hbDone)
 	if r.opts.DisableHeartbeat {
@@ -23,16 +25,20 @@ func (r *runner) heartbeat() {
 		ds     []*delivery
 		leases []ontimedriver.Lease
 	)
+	again := false
 	for {
-		select {
-		case <-r.hctx.Done():
-			return
-		case <-t.C:
+		if !again {
+			select {
+			case <-r.hctx.Done():
+				return
+			case <-t.C:
+			}
 		}
+		again = false
 		ds, leases = ds[:0], leases[:0]
 		r.mu.Lock()
 		for d := range r.inflight {
-			if !d.settled.Load() {
+			if !d.settled.Load() && !d.lost.Load() {
 				ds = append(ds, d)
 				leases = append(leases, ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token})
 			}
@@ -55,6 +61,12 @@ func (r *runner) heartbeat() {
 		}
 		r.w.health.ok()
 		next := start.Add(r.opts.Lease).UnixNano()
+		// The new deadlines count from when the call was sent. After a
+		// slow call (go-redis redialling a store that just came back)
+		// that is far too early, and leaseWatch would cancel handlers the
+		// store still leases to this worker: extend again at once, to
+		// count from a recent instant.
+		again = time.Since(start) > leaseMargin(r.opts.Lease)/2
 		lost, sample := 0, []string(nil)
 		for i, e := range res {
 			d := ds[i]
@@ -76,5 +88,74 @@ func (r *runner) heartbeat() {
 			r.w.log.Warn("ontime: leases lost (another worker holds the timers, or they were re-published); cancelling their handlers, whose results will not be acked",
 				"topic", r.topic, "count", lost, "ids", sample)
 		}
+	}
+}
+
+// leaseMargin is how long before its lease deadline (on the local clock) a
+// handler whose lease was not extended is cancelled: a tenth of the lease.
+// It covers what separates the worker's view of the deadline from the
+// store's: the store rounding its clock to the millisecond, the two clocks
+// running at slightly different rates (NTP lets them differ by up to
+// 500 ppm, 15 ms over a 30 s lease), and the time a cancelled handler takes
+// to return. The local deadline itself is measured from when the claim or
+// extension was sent, so network latency only makes it earlier.
+func leaseMargin(lease time.Duration) time.Duration {
+	return max(lease/10, time.Millisecond)
+}
+
+// leaseWatch cancels the handlers whose lease deadline (less leaseMargin)
+// passes without a successful extension, because the store could not be
+// reached (the heartbeat keeps failing) or the heartbeat is disabled. Such
+// a lease expires in the store at about the same instant, and another
+// worker may then claim the timer: the handler must be gone by then, so
+// that two handlers of one timer never run at once. Its result is not
+// acked (the timer is delivered again, as for any lost lease).
+//
+// It wakes at the earliest such instant among the running handlers, and at
+// least every Lease/3: a handler dispatched after it went to sleep has a
+// deadline about a whole lease away, later than the next wake (dispatch
+// wakes it when a slow claim left less than that).
+func (r *runner) leaseWatch() {
+	defer close(r.watchDone)
+	margin := leaseMargin(r.opts.Lease)
+	idle := r.opts.Lease / 3
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	var sample []string
+	for {
+		select {
+		case <-r.hctx.Done():
+			return
+		case <-t.C:
+		case <-r.watchPoke:
+			t.Stop()
+		}
+		now := time.Now().UnixNano()
+		next := now + int64(idle)
+		lost := 0
+		sample = sample[:0]
+		r.mu.Lock()
+		for d := range r.inflight {
+			if d.settled.Load() || d.lost.Load() {
+				continue
+			}
+			expires := d.deadline.Load() - int64(margin)
+			if expires > now {
+				next = min(next, expires)
+				continue
+			}
+			d.lost.Store(true)
+			d.cancel()
+			lost++
+			if len(sample) < logSampleIDs {
+				sample = append(sample, d.t.ID)
+			}
+		}
+		r.mu.Unlock()
+		if lost > 0 {
+			r.w.log.Warn("ontime: leases ran out without an extension (no answer from the store, or the heartbeat is disabled); cancelling their handlers before another worker can take the timers; their results will not be acked",
+				"topic", r.topic, "count", lost, "ids", sample)
+		}
+		t.Reset(time.Duration(next - time.Now().UnixNano()))
 	}
 }

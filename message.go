@@ -43,25 +43,25 @@ type Message[T any] struct {
 // re-published meanwhile (the new timer is kept), and ErrAlreadySettled on a
 // second call.
 func (m *Message[T]) Ack(ctx context.Context) error {
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack})
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, false, nil)
 }
 
 // Nack counts a failed attempt now: the timer is retried after the retry
 // policy's backoff, or dead-lettered past MaxAttempts. The handler's return
 // value is then ignored.
 func (m *Message[T]) Nack(ctx context.Context, err error) error {
-	return m.d.settleNow(ctx, m.d.failure(err, -1))
+	return m.d.settleNow(ctx, m.d.failure(err, -1), false, err)
 }
 
 // Reject drops the timer now: it is deleted and never retried.
 func (m *Message[T]) Reject(ctx context.Context, err error) error {
 	m.d.r.logReject(m.d, err)
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack})
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, true, err)
 }
 
 // DeadLetter moves the timer to the topic's dead letters now.
 func (m *Message[T]) DeadLetter(ctx context.Context, err error) error {
-	return m.d.settleNow(ctx, deadSettlement(ontimedriver.ReasonRejected, err))
+	return m.d.settleNow(ctx, deadSettlement(ontimedriver.ReasonRejected, err), false, err)
 }
 
 // Snooze reschedules the timer to now + d without counting a failure.
@@ -69,7 +69,7 @@ func (m *Message[T]) Snooze(ctx context.Context, d time.Duration) error {
 	if d < 0 {
 		d = 0
 	}
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: d})
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: d}, false, nil)
 }
 
 func deadSettlement(reason string, err error) ontimedriver.Settlement {

@@ -45,6 +45,26 @@ type RetryPolicy struct {
 // handler succeeds, rejects it or dead-letters it.
 const RetryForever = -1
 
+// merge fills p's zero fields from def's.
+func (p RetryPolicy) merge(def RetryPolicy) RetryPolicy {
+	if p.MinDelay == 0 {
+		p.MinDelay = def.MinDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = def.MaxDelay
+	}
+	if p.Multiplier == 0 {
+		p.Multiplier = def.Multiplier
+	}
+	if p.Jitter == 0 {
+		p.Jitter = def.Jitter
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = def.MaxAttempts
+	}
+	return p
+}
+
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MinDelay == 0 {
 		p.MinDelay = time.Second

@@ -39,9 +39,11 @@ type runner struct {
 	mu       sync.Mutex
 	inflight map[*delivery]struct{}
 
-	settler  settler
-	hbDone   chan struct{}
-	finished chan struct{}
+	settler   settler
+	hbDone    chan struct{}
+	watchDone chan struct{}
+	watchPoke chan struct{} // dispatch asks leaseWatch to look again
+	finished  chan struct{}
 }
 
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
@@ -52,6 +54,8 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
 		hbDone:     make(chan struct{}),
+		watchDone:  make(chan struct{}),
+		watchPoke:  make(chan struct{}, 1),
 		finished:   make(chan struct{}),
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
@@ -62,6 +66,7 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 func (r *runner) start() {
 	go r.settler.run()
 	go r.heartbeat()
+	go r.leaseWatch()
 	go r.claimLoop()
 }
 
@@ -91,6 +96,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.cancelHctx()
 	<-r.hbDone
+	<-r.watchDone
 	if n := r.settler.close(ctx); n > 0 && err == nil {
 		// Handlers all returned, but outcomes were given up: the stop was
 		// not clean either.
@@ -192,6 +198,7 @@ func (r *runner) claimLoop() {
 		// store leased timers would strand them until their leases expire.
 		// Its timers are released below, unstarted, if a stop has begun.
 		cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
+		sent := time.Now()
 		res, err := r.drv.Claim(cctx, r.topic, n, r.opts.Lease)
 		ccancel()
 		if err != nil {
@@ -211,8 +218,25 @@ func (r *runner) claimLoop() {
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
 		r.releaseSlots(n - len(res.Timers))
+		// The store leased the timers at some instant between sent and
+		// now; the lease deadline on the local clock is taken from sent,
+		// which is never late. After a slow claim (go-redis redialling a
+		// store that just came back, a claim held in a partition) that is
+		// far too early: extend the leases at once, and count from then.
+		leaseFrom := func(*ontimedriver.ClaimedTimer) time.Time { return sent }
+		if localNow.Sub(sent) > leaseMargin(r.opts.Lease)/2 && len(res.Timers) > 0 {
+			leaseFrom = r.reLease(res, sent)
+		}
 		for i := range res.Timers {
-			r.dispatch(&res.Timers[i], localNow, res.Now)
+			t := &res.Timers[i]
+			from := leaseFrom(t)
+			if from.IsZero() {
+				// Lost between the claim and the extension (re-published
+				// or cancelled): not ours to run.
+				r.releaseSlots(1)
+				continue
+			}
+			r.dispatch(t, from.Add(t.LeaseUntil.Sub(res.Now)), res.Now)
 		}
 		if len(res.Timers) == n {
 			continue // maybe more are due
@@ -310,23 +334,74 @@ func (r *runner) releaseSlots(n int) {
 type delivery struct {
 	r       *runner
 	t       ontimedriver.ClaimedTimer
+	firedAt time.Time // the store's clock at the claim
+	info    Delivery  // what middleware and hooks see
 	ctx     context.Context
 	cancel  context.CancelFunc
 	settled atomic.Bool
 	lost    atomic.Bool
-	// deadline is the lease deadline on the local clock.
+	// manual is the outcome of a manual settle (Message.Ack, ...).
+	manual atomic.Pointer[manualOutcome]
+	// deadline is the lease deadline on the local clock (UnixNano),
+	// measured from when the claim or the last successful extension was
+	// sent, so never later than the store's.
 	deadline atomic.Int64
 }
 
-func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, localNow, storeNow time.Time) {
-	d := &delivery{r: r, t: *t}
-	d.deadline.Store(localNow.Add(t.LeaseUntil.Sub(storeNow)).UnixNano())
-	// Not a child of hctx: a child would be added to and removed from
+// reLease extends the leases of a slow claim's timers right away, so that
+// their local deadlines count from a recent instant instead of from when
+// the claim was sent. It returns, per timer, the local instant its lease
+// counts from (when the extension was sent; sent, for all of them, if the
+// extension failed), or the zero time for a timer whose lease was lost.
+func (r *runner) reLease(res *ontimedriver.ClaimResult, sent time.Time) func(*ontimedriver.ClaimedTimer) time.Time {
+	leases := make([]ontimedriver.Lease, len(res.Timers))
+	for i, t := range res.Timers {
+		leases[i] = ontimedriver.Lease{ID: t.ID, Token: t.Token}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout(r.opts.Lease))
+	defer cancel()
+	ext := time.Now()
+	errs, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
+	if err != nil || len(errs) != len(leases) {
+		return func(*ontimedriver.ClaimedTimer) time.Time { return sent }
+	}
+	from := make(map[string]time.Time, len(leases))
+	for i, e := range errs {
+		switch {
+		case e == nil:
+			from[leases[i].ID] = ext
+		case isLeaseLost(e):
+			from[leases[i].ID] = time.Time{}
+		default:
+			from[leases[i].ID] = sent
+		}
+	}
+	return func(t *ontimedriver.ClaimedTimer) time.Time { return from[t.ID] }
+}
+
+// dispatch starts the handler of a claimed timer. deadline is its lease
+// deadline on the local clock, counted from when the claim (or an
+// extension) was sent: the store leased the timer after that instant, so
+// the store's deadline comes no earlier (clock drift aside; see
+// leaseMargin).
+func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.Time) {
+	d := &delivery{r: r, t: *t, firedAt: storeNow}
+	d.deadline.Store(deadline.UnixNano())
+	if time.Until(deadline) < r.opts.Lease*2/3 {
+		// The claim took long (a slow store): this lease runs out sooner
+		// than leaseWatch expects of a fresh one; have it look again.
+		select {
+		case r.watchPoke <- struct{}{}:
+		default:
+		}
+	}
+	// A child of Run's ctx without its cancellation (its values only),
+	// and not of hctx: a child would be added to and removed from
 	// hctx's set of children (one lock for all of the topic's handlers)
 	// per delivery. A stop that runs out of time cancels the running
 	// handlers itself (cancelHandlers); the claim loop has ended by then,
 	// so no delivery starts after it.
-	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.ctx, d.cancel = context.WithCancel(r.w.base)
 	r.mu.Lock()
 	r.inflight[d] = struct{}{}
 	r.mu.Unlock()
@@ -349,6 +424,11 @@ func (r *runner) process(d *delivery) {
 		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
 		return
 	}
+	hooks := &r.w.client.hooks
+	d.info = Delivery{
+		Topic: r.topic, ID: d.t.ID, Attempt: d.t.Attempt, Due: d.t.Due,
+		FiredAt: d.firedAt, LeaseUntil: d.t.LeaseUntil,
+	}
 	var env *envelope.Message
 	var err error
 	if r.w.client.lenient {
@@ -358,32 +438,162 @@ func (r *runner) process(d *delivery) {
 	}
 	if err != nil {
 		r.w.log.Error("ontime: stored envelope does not decode; dead-lettering it", "topic", r.topic, "id", d.t.ID, "err", err)
+		if hooks.deliveryHooks() {
+			d.info.CorrelationID = d.t.ID
+			ctx := r.hookStart(d.ctx, d)
+			r.hookEnd(ctx, d, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonUndecodable})
+		}
 		d.settleAsync(deadSettlement(ontimedriver.ReasonUndecodable, err))
 		return
 	}
-	err = r.call(d, env)
-	if d.settled.Load() {
-		return // settled by hand
+	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env)
+	if d.info.CorrelationID == "" {
+		d.info.CorrelationID = d.t.ID // envelopes without one (legacy, raw)
 	}
-	if d.lost.Load() {
-		// The heartbeat round that found the lease lost logged it (one
-		// line for all the leases it lost).
+	ctx := d.ctx
+	if len(hooks.start) > 0 {
+		ctx = r.hookStart(ctx, d)
+	}
+	hctx, cancelTimeout := ctx, context.CancelFunc(nil)
+	if r.opts.Timeout > 0 {
+		hctx, cancelTimeout = context.WithTimeoutCause(ctx, r.opts.Timeout, ErrTimeout)
+	}
+	start := time.Now()
+	err = r.call(hctx, d, env)
+	res := DeliveryResult{Err: err, Duration: time.Since(start)}
+	timedOut := false
+	if cancelTimeout != nil {
+		timedOut = errors.Is(context.Cause(hctx), ErrTimeout)
+		cancelTimeout()
+	}
+	var s ontimedriver.Settlement
+	settle := false
+	switch {
+	case d.settled.Load():
+		// Settled by hand: the manual call decided the outcome.
+		if m := d.manual.Load(); m != nil {
+			res.Outcome, res.Delay, res.Reason = m.outcome, m.delay, m.reason
+			if m.err != nil {
+				res.Err = m.err
+			}
+		}
+	case d.lost.Load():
+		// The heartbeat round or lease watch that found the lease lost
+		// logged it (one line for all the leases it lost).
 		r.w.log.Debug("ontime: lease lost while the handler ran; its result is not acked", "topic", r.topic, "id", d.t.ID)
-		return
+		res.Outcome = OutcomeLeaseLost
+	default:
+		s, res.Outcome, res.Err = r.decide(d, err, timedOut)
+		res.Delay, res.Reason = s.Delay, s.Reason
+		settle = true
 	}
-	d.settleAsync(r.settlementFor(d, err))
+	if len(hooks.end) > 0 {
+		r.hookEnd(ctx, d, res)
+	}
+	if settle {
+		d.settleAsync(s)
+	}
 }
 
-// call runs the handler, turning a panic into an error.
-func (r *runner) call(d *delivery, env *envelope.Message) (err error) {
+// hookStart runs the DeliveryStart hooks. A hook that panics is logged and
+// skipped (with the hooks after it): a worker must not die of a hook.
+func (r *runner) hookStart(ctx context.Context, d *delivery) (out context.Context) {
+	out = ctx
 	defer func() {
 		if p := recover(); p != nil {
-			stack := debug.Stack()
-			r.w.log.Error("ontime: handler panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p), "stack", string(stack))
-			err = fmt.Errorf("handler panicked: %v", p)
+			r.w.log.Error("ontime: a DeliveryStartHook panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
 		}
 	}()
-	return r.h(d.ctx, d, env)
+	return r.w.client.hooks.deliveryStart(ctx, &d.info)
+}
+
+// hookEnd runs the DeliveryEnd hooks; a panic is logged, as in hookStart.
+func (r *runner) hookEnd(ctx context.Context, d *delivery, res DeliveryResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.w.log.Error("ontime: a DeliveryEndHook panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
+		}
+	}()
+	r.w.client.hooks.deliveryEnd(ctx, &d.info, res)
+}
+
+// call runs the middleware and the handler. A panic in the handler becomes
+// a *PanicError the middleware sees; a panic in a middleware becomes one
+// too.
+func (r *runner) call(ctx context.Context, d *delivery, env *envelope.Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.panicked(d, p)
+		}
+	}()
+	inner := func(ctx context.Context) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = r.panicked(d, p)
+			}
+		}()
+		return r.h(ctx, d, env)
+	}
+	mws := r.w.cfg.Middleware
+	if len(mws) == 0 {
+		return inner(ctx)
+	}
+	next := inner
+	for i := len(mws) - 1; i >= 0; i-- {
+		mw, n := mws[i], next
+		next = func(ctx context.Context) error { return mw(ctx, &d.info, n) }
+	}
+	return next(ctx)
+}
+
+// panicked logs a recovered panic and returns it as an error.
+func (r *runner) panicked(d *delivery, p any) error {
+	stack := debug.Stack()
+	r.w.log.Error("ontime: handler panicked", "topic", r.topic, "id", d.t.ID, "panic", fmt.Sprint(p), "stack", string(stack))
+	return &PanicError{Value: p, Stack: stack}
+}
+
+// decide maps a handler's result to what happens to the timer, the outcome
+// hooks report and the error that ended the attempt. An attempt that ran
+// past TopicOptions.Timeout has failed, whatever the handler returned
+// (with an error wrapping ErrTimeout), unless a shutdown that ran out of
+// time cancelled it (then it is released).
+func (r *runner) decide(d *delivery, err error, timedOut bool) (ontimedriver.Settlement, Outcome, error) {
+	forcedStop := r.forced.Load() && d.ctx.Err() != nil
+	var s ontimedriver.Settlement
+	if timedOut && !forcedStop {
+		terr := fmt.Errorf("%w after %s", ErrTimeout, r.opts.Timeout)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			terr = fmt.Errorf("%w after %s: %w", ErrTimeout, r.opts.Timeout, err)
+		}
+		s = d.failure(terr, -1)
+		return s, outcomeOfKind(s.Kind), terr
+	}
+	s = r.settlementFor(d, err)
+	var o *outcome
+	isOutcome := errors.As(err, &o)
+	switch {
+	case s.Kind == ontimedriver.Ack && isOutcome && o.kind == outcomeReject:
+		return s, OutcomeRejected, err
+	case s.Kind == ontimedriver.Snooze && forcedStop && !(isOutcome && o.kind == outcomeSnooze):
+		return s, OutcomeReleased, err
+	}
+	return s, outcomeOfKind(s.Kind), err
+}
+
+// outcomeOfKind is the outcome a settlement kind reports (an Ack of a
+// rejected timer, and the release of a cancelled one, are told apart by
+// the caller).
+func outcomeOfKind(k ontimedriver.SettleKind) Outcome {
+	switch k {
+	case ontimedriver.Ack:
+		return OutcomeAcked
+	case ontimedriver.Retry:
+		return OutcomeRetried
+	case ontimedriver.Snooze:
+		return OutcomeSnoozed
+	}
+	return OutcomeDeadLettered
 }
 
 // settlementFor maps a handler's result to what happens to the timer.
@@ -450,16 +660,34 @@ func (d *delivery) settleAsync(s ontimedriver.Settlement) {
 	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load()})
 }
 
+// manualOutcome is what a manual settle decided, for DeliveryEndHook.
+type manualOutcome struct {
+	outcome Outcome
+	delay   time.Duration
+	reason  string
+	err     error // the error given to Nack, Reject or DeadLetter
+}
+
 // settleNow applies a manual outcome and waits for the store's answer.
-func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement) error {
+// rejected tells a Reject from an Ack (both delete the timer); cause is the
+// error given to Nack, Reject or DeadLetter.
+func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement, rejected bool, cause error) error {
 	if d.settled.Swap(true) {
 		return ErrAlreadySettled
 	}
+	m := &manualOutcome{outcome: outcomeOfKind(s.Kind), delay: s.Delay, reason: s.Reason, err: cause}
+	if rejected {
+		m.outcome = OutcomeRejected
+	}
+	d.manual.Store(m)
 	s.Lease = ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token}
 	reply := make(chan error, 1)
 	d.r.settler.submit(settleReq{op: s, deadline: d.deadline.Load(), reply: reply})
 	select {
 	case err := <-reply:
+		if isLeaseLost(err) {
+			d.manual.Store(&manualOutcome{outcome: OutcomeLeaseLost, err: cause})
+		}
 		return err
 	case <-ctx.Done():
 		return ctx.Err()

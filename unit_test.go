@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,6 +67,24 @@ func TestTopicOptionsMerge(t *testing.T) {
 	if got.MaxConcurrency != 2 || got.Lease != time.Minute || got.PollInterval != time.Second || got.ClaimBatch != 256 ||
 		got.Retry.MaxAttempts != 3 || !got.DisableHeartbeat {
 		t.Fatalf("merge: %+v", got)
+	}
+	// Retry is merged field by field: a topic that sets only MinDelay keeps
+	// the Worker's MaxAttempts (it used to take the whole default policy
+	// only when its own was entirely zero).
+	got = TopicOptions{Retry: RetryPolicy{MinDelay: 10 * time.Millisecond}}.merge(def)
+	if got.Retry.MinDelay != 10*time.Millisecond || got.Retry.MaxAttempts != 3 {
+		t.Fatalf("Retry merged %+v, want MinDelay 10ms from the topic and MaxAttempts 3 from the defaults", got.Retry)
+	}
+	got = TopicOptions{Retry: RetryPolicy{MaxAttempts: RetryForever, Jitter: -1}}.merge(TopicOptions{Retry: RetryPolicy{MaxAttempts: 3, Jitter: 0.5, Multiplier: 3}})
+	if got.Retry.MaxAttempts != RetryForever || got.Retry.Jitter != -1 || got.Retry.Multiplier != 3 {
+		t.Fatalf("Retry merged %+v, want the topic's MaxAttempts and Jitter, the default's Multiplier", got.Retry)
+	}
+	// DisableHeartbeat: false is the zero value and takes the default.
+	if got := (TopicOptions{}).merge(TopicOptions{DisableHeartbeat: true}); !got.DisableHeartbeat {
+		t.Fatal("DisableHeartbeat in the defaults did not reach a topic")
+	}
+	if got := (TopicOptions{DisableHeartbeat: true}).merge(TopicOptions{}); !got.DisableHeartbeat {
+		t.Fatal("a topic's DisableHeartbeat was lost")
 	}
 	if err := (TopicOptions{ClaimBatch: -1}).withDefaults().validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "ClaimBatch") {
 		t.Fatalf("ClaimBatch -1: %v", err)
@@ -170,32 +189,53 @@ func TestPublishOptions(t *testing.T) {
 
 func TestBodyDecoder(t *testing.T) {
 	var b []byte
-	if err := bodyDecoder[[]byte]()([]byte{1, 2}, &b); err != nil || string(b) != "\x01\x02" {
+	if err := bodyDecoder[[]byte]()([]byte{1, 2}, "", &b); err != nil || string(b) != "\x01\x02" {
 		t.Errorf("[]byte: %q %v", b, err)
 	}
 	var s string
-	if err := bodyDecoder[string]()([]byte("hé"), &s); err != nil || s != "hé" {
+	if err := bodyDecoder[string]()([]byte("hé"), "", &s); err != nil || s != "hé" {
 		t.Errorf("string: %q %v", s, err)
 	}
 	var r json.RawMessage
-	if err := bodyDecoder[json.RawMessage]()([]byte(`{"a":1}`), &r); err != nil || string(r) != `{"a":1}` {
+	if err := bodyDecoder[json.RawMessage]()([]byte(`{"a":1}`), "", &r); err != nil || string(r) != `{"a":1}` {
 		t.Errorf("RawMessage: %q %v", r, err)
 	}
 	type v struct{ N int }
 	var x v
-	if err := bodyDecoder[v]()([]byte(`{"N":3}`), &x); err != nil || x.N != 3 {
+	if err := bodyDecoder[v]()([]byte(`{"N":3}`), "", &x); err != nil || x.N != 3 {
 		t.Errorf("struct: %+v %v", x, err)
 	}
 	x = v{}
-	if err := bodyDecoder[v]()(nil, &x); err != nil || x.N != 0 {
+	if err := bodyDecoder[v]()(nil, "", &x); err != nil || x.N != 0 {
 		t.Errorf("empty body: %+v %v", x, err)
 	}
-	if err := bodyDecoder[v]()([]byte("not json"), &x); err == nil || !strings.Contains(err.Error(), "ontime.v") {
+	if err := bodyDecoder[v]()([]byte("not json"), "", &x); err == nil || !strings.Contains(err.Error(), "ontime.v") {
 		t.Errorf("bad JSON: %v, want an error naming the type", err)
 	}
 	var p *v
-	if err := bodyDecoder[*v]()([]byte(`{"N":4}`), &p); err != nil || p == nil || p.N != 4 {
+	if err := bodyDecoder[*v]()([]byte(`{"N":4}`), "", &p); err != nil || p == nil || p.N != 4 {
 		t.Errorf("pointer: %+v %v", p, err)
+	}
+	// any follows the content type, as the Python reader's Any does: text
+	// is a string even when it is not JSON (it used to fail to decode, and
+	// the timer was dead-lettered), or when it is ("42" stays a string).
+	for _, c := range []struct {
+		body, ct string
+		want     any
+	}{
+		{"hello", "text/plain", "hello"},
+		{"42", "text/plain", "42"},
+		{`{"a":1}`, "application/json", map[string]any{"a": 1.0}},
+		{`[1,"x"]`, "application/json; charset=utf-8", []any{1.0, "x"}},
+		{"\x00\xff", "application/octet-stream", []byte("\x00\xff")},
+		{`{"a":1}`, "", map[string]any{"a": 1.0}},
+		{"not json", "", []byte("not json")},
+		{"", "text/plain", nil},
+	} {
+		var a any
+		if err := bodyDecoder[any]()([]byte(c.body), c.ct, &a); err != nil || !reflect.DeepEqual(a, c.want) {
+			t.Errorf("any, body %q, content type %q: %#v %v, want %#v", c.body, c.ct, a, err, c.want)
+		}
 	}
 }
 

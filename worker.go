@@ -23,6 +23,9 @@ type WorkerConfig struct {
 	// Defaults applies to every topic for the fields its TopicOptions leave
 	// zero.
 	Defaults TopicOptions
+	// Middleware runs around every handler call of the worker, the first
+	// outermost (see [Middleware]). Default none.
+	Middleware []Middleware
 }
 
 // Worker runs handlers for topics. Register handlers with Handle (on the
@@ -42,6 +45,10 @@ type Worker struct {
 	stopped chan struct{}
 	done    chan struct{}
 	stopErr error
+
+	// base is the parent of every handler's context: Run's ctx without
+	// its cancellation. Set before the runners start.
+	base context.Context
 }
 
 // NewWorker returns a Worker on c's store.
@@ -57,6 +64,14 @@ func NewWorker(c *Client, cfg *WorkerConfig) *Worker {
 		wc.ShutdownTimeout = 15 * time.Second
 	}
 	wc.Defaults = wc.Defaults.withDefaults()
+	// A nil middleware is skipped (and the caller's slice is not shared).
+	mws := make([]Middleware, 0, len(wc.Middleware))
+	for _, m := range wc.Middleware {
+		if m != nil {
+			mws = append(mws, m)
+		}
+	}
+	wc.Middleware = mws
 	w := &Worker{
 		client:  c,
 		log:     wc.Logger,
@@ -119,8 +134,16 @@ func (r *Router) register(topic string, h rawHandler, opts *TopicOptions) error 
 
 // Run serves the registered topics until ctx is cancelled or Stop is called,
 // then stops gracefully (see Stop; when ctx ends, handlers get
-// WorkerConfig.ShutdownTimeout to finish). It returns nil after a graceful
-// stop, or the error that prevented it from starting.
+// WorkerConfig.ShutdownTimeout to finish). It returns nil after a clean
+// stop; after an unclean one (handlers had to be cancelled, or outcomes
+// were given up: see Stop) an error that wraps the stop's context error
+// (context.DeadlineExceeded when ShutdownTimeout ran out), whichever of ctx
+// and Stop started it; or the error that prevented it from starting
+// (ErrStopped, ErrInvalid).
+//
+// Handlers' contexts carry ctx's values (a logger, a trace, request-scoped
+// data put there before Run), but not its cancellation: ending ctx starts
+// the graceful stop, which cancels handlers only when its time runs out.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	switch {
@@ -136,19 +159,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	defer close(w.done)
 
+	w.base = context.WithoutCancel(ctx)
 	for _, r := range runners {
 		r.start()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownTimeout)
 		defer cancel()
-		w.shutdown(sctx)
+		err = w.shutdown(sctx)
 	case <-w.stopped:
+		w.mu.Lock()
+		err = w.stopErr
+		w.mu.Unlock()
 	}
 	// Either path ends with every runner shut down.
 	for _, r := range runners {
 		<-r.finished
+	}
+	if err != nil {
+		return fmt.Errorf("ontime: the worker did not stop cleanly (handlers cancelled, or outcomes given up; see Worker.Stop): %w", err)
 	}
 	return nil
 }

@@ -20,8 +20,11 @@
 // server's TIME, the embedded store's process clock), never the caller's.
 // Relative values (NewTimer.Delay, Settlement.Delay, lease durations) are
 // added to the store's clock by the store. Due times are kept to at least the
-// millisecond, and a timer is never claimable before its due time: a store
-// that rounds must round due times up.
+// millisecond, and a timer is never claimable before its due time, compared
+// at the store clock's full resolution: a store that rounds must round due
+// times up, and add a delay to its clock read at full resolution (not
+// rounded down first). ClaimResult.Now reports the clock at that
+// resolution.
 //
 // Fencing: Claim hands out a lease token per timer. Settle and Extend must
 // present it, and the store refuses (ErrLeaseLost) when the timer was
@@ -165,7 +168,10 @@ const (
 )
 
 // NewTimer is a timer to schedule. Exactly one of At and Delay is used: At if
-// it is not the zero time, else Delay (>= 0) added to the store's clock.
+// it is not the zero time, else Delay (>= 0) added to the store's clock. At
+// must be within [MinDue, MaxDue] (see ValidateDue): Schedule refuses the
+// whole call otherwise, with an error wrapping ErrInvalid that names the
+// value, and writes nothing.
 type NewTimer struct {
 	ID      string
 	At      time.Time

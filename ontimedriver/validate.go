@@ -3,6 +3,7 @@ package ontimedriver
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -54,6 +55,29 @@ func ValidateID(id string) error {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 			return fmt.Errorf("%w: id %q has control character %U at byte %d", ErrInvalid, id, r, i)
 		}
+	}
+	return nil
+}
+
+// The supported range of due times: from the Unix epoch to the last
+// millisecond of year 9999, UTC. Every driver refuses an absolute due time
+// outside it (ValidateDue); relative ones (a delay from the store's clock)
+// cannot leave it, since a time.Duration spans at most about 292 years.
+var (
+	// MinDue is the earliest due time a store accepts: 1970-01-01T00:00:00Z.
+	MinDue = time.Unix(0, 0).UTC()
+	// MaxDue is the latest due time a store accepts:
+	// 9999-12-31T23:59:59.999Z (so that a store that rounds up to the
+	// millisecond stays within year 9999).
+	MaxDue = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
+)
+
+// ValidateDue checks an absolute due time: it must be within
+// [MinDue, MaxDue]. The error wraps ErrInvalid and names the value.
+func ValidateDue(t time.Time) error {
+	if t.Before(MinDue) || t.After(MaxDue) {
+		return fmt.Errorf("%w: due time %s is outside the supported range %s to %s",
+			ErrInvalid, t.UTC().Format(time.RFC3339Nano), MinDue.Format(time.RFC3339), MaxDue.Format(time.RFC3339Nano))
 	}
 	return nil
 }

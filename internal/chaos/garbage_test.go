@@ -33,7 +33,7 @@ import (
 func TestGarbageInNativeKeys(t *testing.T) {
 	ctx := t.Context()
 	srv := redistest.StartServer(t)
-	rdb := srv.NewClient(t)
+	rdb := readmeClient(t, srv.Addr)
 	prefix := redistest.Prefix(t)
 	const topic = "garbage"
 	client, _ := newStoreClient(t, rdb, prefix, nil)

@@ -32,6 +32,18 @@ func TestMain(m *testing.M) {
 	redistest.Main(m)
 }
 
+// readmeClient returns a client of the server at addr built exactly as the
+// README builds one: no timeouts set, no ContextTimeoutEnabled. The chaos
+// tests use it so that what they measure is what a user who copied the
+// README gets: every bound on a store call is ontime's own. It is closed
+// when t ends.
+func readmeClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}

@@ -77,7 +77,7 @@ func TestSIGKILL(t *testing.T) {
 func runKill(t *testing.T, bin, mode string, p killParams) {
 	ctx := t.Context()
 	srv := redistest.StartServer(t)
-	rdb := srv.NewClient(t)
+	rdb := readmeClient(t, srv.Addr)
 	prefix := redistest.Prefix(t)
 	const topic = "chaos"
 	client, _ := newStoreClient(t, rdb, prefix, nil)

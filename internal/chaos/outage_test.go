@@ -127,7 +127,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 	ctx := t.Context()
 	prefix := redistest.Prefix(t)
 	const topic = "outage"
-	pubRDB := srv.NewClient(t)
+	pubRDB := readmeClient(t, srv.Addr)
 	var logs syncBuffer
 	pub, _ := newStoreClient(t, pubRDB, prefix, slog.New(slog.NewTextHandler(&logs, nil)).With("publisher", true))
 
@@ -141,7 +141,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 	runErr := make(chan error, p.workers)
 	for i := range workers {
 		log := slog.New(countingHandler{slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}), &trans[i]}).With("worker", i)
-		c, _ := newStoreClient(t, srv.NewClient(t), prefix, log)
+		c, _ := newStoreClient(t, readmeClient(t, srv.Addr), prefix, log)
 		w := ontime.NewWorker(c, &ontime.WorkerConfig{Logger: log, ShutdownTimeout: 5 * time.Second})
 		err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
 			dmu.Lock()

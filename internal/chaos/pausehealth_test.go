@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
 )
@@ -20,12 +18,17 @@ import (
 // Each Claim and Settle call is bounded by storeCallTimeout (a third of the
 // lease, 2 s to 5 s; runner.go), so a hung store turns the worker
 // unhealthy within that bound even when the Redis client's own read timeout
-// (10 s here) is much longer. (Before that bound, a 6 s pause passed with
-// Health() true throughout.)
+// (5 s, with retries) is much longer, and even when the client does not
+// honour context deadlines itself (ContextTimeoutEnabled off, as in the
+// README's client): the driver enforces them. (Before that bound, a 6 s
+// pause passed with Health() true throughout; before the driver enforced
+// it, with the README's client, too.)
 func TestRedisPauseHealth(t *testing.T) {
 	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 10 * time.Second, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = rdb.Close() })
+	// Built as the README shows: go-redis then ignores context deadlines
+	// (no ContextTimeoutEnabled) and waits for its own 5 s read timeout,
+	// with retries; the bound must be ontime's own.
+	rdb := readmeClient(t, srv.Addr)
 	c, _ := newStoreClient(t, rdb, redistest.Prefix(t), nil)
 	w := ontime.NewWorker(c, &ontime.WorkerConfig{ShutdownTimeout: time.Second})
 	if err := ontime.Handle(w, "idle", func(context.Context, *ontime.Message[[]byte]) error { return nil },
@@ -44,7 +47,11 @@ func TestRedisPauseHealth(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	srv.Pause()
 	start := time.Now()
-	for time.Since(start) < 6*time.Second {
+	// The bound is 2 s (storeCallTimeout of a 1 s lease) after the claim
+	// in flight began, plus up to one PollInterval before it; 4 s leaves
+	// room for a loaded machine and stays below go-redis's own 5 s read
+	// timeout, so a client that ignores context deadlines fails here.
+	for time.Since(start) < 4*time.Second {
 		if !w.Health().Healthy {
 			t.Logf("unhealthy %v after the pause began", time.Since(start).Round(time.Millisecond))
 			srv.Resume()

@@ -11,31 +11,65 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Cluster is a Redis Cluster of masters (no replicas) owned by a test.
+// Cluster is a Redis Cluster owned by a test: masters, and replicas of
+// them if asked for.
 type Cluster struct {
+	// Servers are the masters.
 	Servers []*Server
+	// Replicas are the replicas, in order: Replicas[i] replicates
+	// Servers[i%len(Servers)].
+	Replicas []*Server
+
+	nodeTimeout time.Duration
 }
 
-// StartCluster starts n redis-server processes in cluster mode, splits the
-// 16384 slots evenly between them, joins them and waits until the cluster
-// reports ok. Every process is stopped when tb ends.
-func StartCluster(tb testing.TB, n int) *Cluster {
+// ClusterOption configures StartCluster.
+type ClusterOption func(*Cluster)
+
+// WithReplicas gives the cluster n replicas, spread over the masters in
+// order (the first replicates the first master, ...).
+func WithReplicas(n int) ClusterOption { return func(c *Cluster) { c.Replicas = make([]*Server, n) } }
+
+// NodeTimeout sets cluster-node-timeout (default 3 s): a node that does not
+// answer for that long is marked failed by the others.
+func NodeTimeout(d time.Duration) ClusterOption { return func(c *Cluster) { c.nodeTimeout = d } }
+
+// StartCluster starts n redis-server processes in cluster mode as masters,
+// splits the 16384 slots evenly between them, adds the replicas asked for,
+// joins them all and waits until the cluster reports ok and every replica
+// is online. Every process is stopped when tb ends.
+func StartCluster(tb testing.TB, n int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
 	if n < 1 {
 		tb.Fatalf("redistest: StartCluster(%d)", n)
 	}
-	c := &Cluster{}
+	c := &Cluster{nodeTimeout: 3 * time.Second}
+	for _, o := range opts {
+		o(c)
+	}
+	args := Args(
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(c.nodeTimeout.Milliseconds(), 10),
+		// A replica is online (and listed in CLUSTER SLOTS, which
+		// go-redis reads) once the master knows a non-zero
+		// replication offset for it: after its first sync (which a master
+		// delays 5 s by default) and a first write to the replication
+		// stream, on an idle master the PING it sends its replicas every
+		// repl-ping-replica-period (10 s by default).
+		"--repl-diskless-sync-delay", "0",
+		"--repl-ping-replica-period", "1",
+	)
 	for range n {
-		c.Servers = append(c.Servers, StartServer(tb, Args(
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "3000",
-		)))
+		c.Servers = append(c.Servers, StartServer(tb, args))
+	}
+	for i := range c.Replicas {
+		c.Replicas[i] = StartServer(tb, args)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.form(ctx); err != nil {
-		tb.Fatalf("redistest: forming a cluster of %d: %v", n, err)
+		tb.Fatalf("redistest: forming a cluster of %d masters and %d replicas: %v", n, len(c.Replicas), err)
 	}
 	return c
 }
@@ -59,12 +93,35 @@ func (c *Cluster) form(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, s := range c.Servers {
+	host, port, _ := strings.Cut(c.Servers[0].Addr, ":")
+	for i, r := range c.Replicas {
+		master := c.Servers[i%len(c.Servers)]
+		if err := replicate(ctx, r, master, host, port); err != nil {
+			return fmt.Errorf("replica %s of %s: %w", r.Addr, master.Addr, err)
+		}
+	}
+	total := len(c.Servers) + len(c.Replicas)
+	for _, s := range append(append([]*Server(nil), c.Servers...), c.Replicas...) {
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
 		for {
 			info, err := cl.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", len(c.Servers))) {
-				break
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", total)) {
+				if len(c.Replicas) == 0 {
+					break
+				}
+				// Every replica online (then CLUSTER SLOTS lists it too).
+				shards, err := cl.ClusterShards(ctx).Result()
+				online := 0
+				for _, sh := range shards {
+					for _, n := range sh.Nodes {
+						if n.Role == "replica" && n.Health == "online" {
+							online++
+						}
+					}
+				}
+				if err == nil && online >= len(c.Replicas) {
+					break
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -76,6 +133,35 @@ func (c *Cluster) form(ctx context.Context) error {
 		_ = cl.Close()
 	}
 	return nil
+}
+
+// replicate makes r a replica of master: it meets the cluster (at host:port)
+// and, once it knows the master, replicates it.
+func replicate(ctx context.Context, r, master *Server, host, port string) error {
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer mc.Close()
+	id, err := mc.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rc.Close()
+	p, _ := strconv.Atoi(port)
+	if err := rc.ClusterMeet(ctx, host, strconv.Itoa(p)).Err(); err != nil {
+		return err
+	}
+	for {
+		// Fails until gossip has told r about the master.
+		err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("CLUSTER REPLICATE: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Addrs lists the nodes' addresses.

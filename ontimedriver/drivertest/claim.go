@@ -19,7 +19,64 @@ func claimCases() []testCase {
 		{"AfterLeaseExpiry", testClaimAfterLeaseExpiry},
 		{"ConcurrentPeers", testClaimConcurrent},
 		{"LeasesNeverOverlap", testClaimLeasesNeverOverlap},
+		{"NeverEarlyMicroseconds", testClaimNeverEarlyMicro},
 	}
+}
+
+// testClaimNeverEarlyMicro: timers due a delay after the store's clock, the
+// delays whole milliseconds or not, claimed as soon as the store allows
+// (claims in a tight loop), are never claimed before the store's clock, at
+// its full resolution, reaches the instant it showed at publish plus the
+// delay. The clock is read (ClaimResult.Now) before the publish, so the
+// bound it gives is if anything early: a claim before it is certainly
+// early. (Before due times were computed at the store's full resolution, a
+// Redis store floored its clock to the millisecond and let timers with
+// whole-millisecond delays be claimed up to 1 ms early.)
+func testClaimNeverEarlyMicro(e *env) {
+	const topic = "claim.never-early"
+	const n = 60
+	delays := map[string]time.Duration{}
+	var timers []ontimedriver.NewTimer
+	for i := range n {
+		d := time.Duration(20+i%40) * time.Millisecond // whole milliseconds
+		if i%3 == 1 {
+			d += time.Duration(1+i*16) * time.Microsecond // a sub-millisecond part
+		}
+		if i%3 == 2 {
+			d += 999*time.Microsecond + 500*time.Nanosecond // a sub-microsecond part
+		}
+		id := fmt.Sprintf("t%02d", i)
+		delays[id] = d
+		timers = append(timers, dueIn(id, d, "p"))
+	}
+	before := e.now()
+	res := e.put(topic, timers...)
+	for i, tm := range timers {
+		if res[i].Due.Before(before.Add(tm.Delay)) {
+			e.t.Errorf("%s: Due %s before the store's clock at publish plus the delay (%s + %v)", tm.ID, ts(res[i].Due), ts(before), tm.Delay)
+		}
+	}
+	claimed, early, claims := 0, 0, 0
+	deadline := time.Now().Add(10 * time.Second)
+	for claimed < n && time.Now().Before(deadline) {
+		r := e.claim(topic, n, longLease)
+		claims++
+		for _, c := range r.Timers {
+			claimed++
+			if due := before.Add(delays[c.ID]); r.Now.Before(due) {
+				early++
+				e.t.Errorf("%s claimed at store %s, %v before its due instant %s (store clock at publish %s + %v)",
+					c.ID, ts(r.Now), due.Sub(r.Now), ts(due), ts(before), delays[c.ID])
+			}
+			if r.Now.Before(c.Due) {
+				e.t.Errorf("%s claimed at store %s, before its reported Due %s", c.ID, ts(r.Now), ts(c.Due))
+			}
+		}
+	}
+	if claimed != n {
+		e.t.Fatalf("claimed %d of %d timers in 10s", claimed, n)
+	}
+	e.t.Logf("%d timers claimed in %d claims, %d early", n, claims, early)
 }
 
 // testClaimNotBeforeDue: a timer due in 300 ms is not claimed before its due

@@ -63,6 +63,7 @@ func libraryCases() []libCase {
 		{"Retry", libRetry},
 		{"Reject", libReject},
 		{"Snooze", libSnooze},
+		{"LongestDelays", libLongestDelays},
 		{"MaxAttempts", libMaxAttempts},
 		{"DeadLetterOutcome", libDeadLetterOutcome},
 		{"Undecodable", libUndecodable},
@@ -192,8 +193,13 @@ func (r *running) stop(timeout time.Duration) error {
 		r.err = r.w.Stop(ctx)
 		select {
 		case err := <-r.done:
-			if err != nil {
-				r.l.t.Errorf("Worker.Run returned %v", err)
+			// Run reports the stop as Stop does: nil after a clean stop,
+			// an error wrapping Stop's after an unclean one.
+			switch {
+			case r.err == nil && err != nil:
+				r.l.t.Errorf("Worker.Run returned %v after a clean Stop", err)
+			case r.err != nil && !errors.Is(err, r.err):
+				r.l.t.Errorf("Worker.Run returned %v after an unclean Stop (%v), want an error wrapping Stop's", err, r.err)
 			}
 		case <-time.After(timeout + 5*time.Second):
 			r.l.t.Errorf("Worker.Run did not return within %v of Stop", timeout+5*time.Second)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -461,6 +462,38 @@ func libReject(l *lib) {
 	}
 	if n, _ := c.Count(l.ctx, "reject"); n != (ontime.Counts{}) {
 		l.t.Errorf("Count after reject: %+v", n)
+	}
+}
+
+// libLongestDelays: the longest delays a time.Duration can hold (about 292
+// years) put a timer that far ahead, through In, Snooze and RetryAfter; the
+// store's arithmetic never wraps them around into the past (where they
+// would fire at once, again and again).
+func libLongestDelays(l *lib) {
+	c := l.client(nil)
+	const longest = time.Duration(math.MaxInt64)
+	col := collect[string](l, func(ctx context.Context, m *ontime.Message[string], nth int) error {
+		if m.ID == "snooze" {
+			return ontime.Snooze(longest)
+		}
+		return ontime.RetryAfter(longest, errors.New("much later"))
+	})
+	before := l.now()
+	l.publish(c, "longest", "x", ontime.WithID("in"), ontime.In(longest))
+	l.publish(c, "longest", "x", ontime.WithID("snooze"))
+	l.publish(c, "longest", "x", ontime.WithID("retry"))
+	l.start(c, nil, func(w *ontime.Worker) error { return ontime.Handle(w, "longest", col.handle, nil) })
+	col.waitOf("snooze", 1, waitTimeout, "the snoozing delivery")
+	col.waitOf("retry", 1, waitTimeout, "the retrying delivery")
+	for _, id := range []string{"in", "snooze", "retry"} {
+		WaitFor(l.t, waitTimeout, func() bool {
+			ti, err := c.Get(l.ctx, "longest", id)
+			return err == nil && ti.State == ontime.StateScheduled && ti.Due.After(before.Add(longest-time.Hour))
+		}, id+" to be scheduled about 292 years ahead")
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := col.count(); n != 2 {
+		l.t.Errorf("%d deliveries, want 2 (snooze and retry once each; in never)", n)
 	}
 }
 

@@ -3,6 +3,8 @@ package drivertest
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
@@ -16,8 +18,74 @@ func scheduleCases() []testCase {
 		{"IfAbsentIgnoresDeadLetters", testScheduleIfAbsentDead},
 		{"Batch1000", testScheduleBatch},
 		{"Empty", testScheduleEmpty},
+		{"OutOfRange", testScheduleOutOfRange},
 	}
 }
+
+// testScheduleOutOfRange: an absolute due time outside the supported range
+// (ontimedriver.MinDue..MaxDue, years 1970 to 9999) fails the whole call
+// with ErrInvalid naming the value, and nothing is written; the bounds
+// themselves are accepted. The longest delays (time.Duration's limit,
+// about 292 years) are stored as due that far ahead, in Schedule and in
+// Settle, never wrapped around to the past.
+func testScheduleOutOfRange(e *env) {
+	const topic = "schedule.range"
+	for _, bad := range []time.Time{
+		ontimedriver.MinDue.Add(-time.Millisecond),
+		time.Date(1734, 1, 1, 0, 0, 0, 0, time.UTC),
+		ontimedriver.MaxDue.Add(time.Millisecond),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(300_000_000, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		_, err := e.d.Schedule(e.ctx, topic, []ontimedriver.NewTimer{dueNow("ok", "p"), dueAt("bad", bad, "p")}, ontimedriver.Upsert)
+		if !errors.Is(err, ontimedriver.ErrInvalid) {
+			e.t.Errorf("Schedule At %s: error %v, want ErrInvalid", bad.UTC().Format(time.RFC3339), err)
+		} else if want := bad.UTC().Format(time.RFC3339Nano); !strings.Contains(err.Error(), want) {
+			e.t.Errorf("Schedule At %s: error %q does not name the value %s", bad.UTC().Format(time.RFC3339), err, want)
+		}
+	}
+	e.wantCounts(topic, 0, 0, 0)
+
+	// The bounds are accepted. (A store that keeps float seconds, as the
+	// faststream-compatible layout does, has about 30 µs of precision left
+	// in year 9999.)
+	res := e.put(topic, dueAt("min", ontimedriver.MinDue, "p"), dueAt("max", ontimedriver.MaxDue, "p"))
+	if !res[0].Due.Equal(ontimedriver.MinDue) || !near(res[1].Due, ontimedriver.MaxDue, 100*time.Microsecond) {
+		e.t.Errorf("the range's bounds: Due %s and %s, want %s and %s", res[0].Due.UTC(), res[1].Due.UTC(), ontimedriver.MinDue, ontimedriver.MaxDue)
+	}
+	const longest = time.Duration(math.MaxInt64)
+	before := e.now()
+	res = e.put(topic, dueIn("longest", longest, "p"))
+	if d := res[0].Due; d.Before(before.Add(longest)) || d.After(e.now().Add(longest).Add(time.Second)) {
+		e.t.Errorf("Delay MaxInt64: Due %s, want about %s", d.UTC(), before.Add(longest).UTC())
+	}
+	c := e.claimOne(e.d, topic, "min", longShortLease)
+	before = e.now()
+	for _, op := range []ontimedriver.Settlement{retryOp(c, longest, "e"), snoozeOp(c, longest)} {
+		if op.Kind == ontimedriver.Snooze {
+			c = e.claimOne(e.d, topic, "min", longShortLease)
+			op.Lease = leaseOf(c)
+		}
+		if err := e.settle1(topic, op); err != nil {
+			e.t.Fatalf("Settle %s with Delay MaxInt64: %v", op.Kind, err)
+		}
+		ti := e.get(topic, "min")
+		if ti.Due.Before(before.Add(longest)) || ti.Due.After(e.now().Add(longest).Add(time.Second)) {
+			e.t.Errorf("Settle %s with Delay MaxInt64: Due %s, want about %s", op.Kind, ti.Due.UTC(), before.Add(longest).UTC())
+		}
+		if op.Kind == ontimedriver.Retry {
+			// Due again at once, to be claimed for the snooze.
+			e.put(topic, dueAt("min", ontimedriver.MinDue, "p"))
+		}
+	}
+	if r := e.claim(topic, 10, longLease); len(r.Timers) != 0 {
+		e.t.Errorf("claimed %d timers due centuries ahead", len(r.Timers))
+	}
+}
+
+// longShortLease is a lease that outlives a case's settles.
+const longShortLease = 10 * time.Second
 
 // testScheduleDelayAndAt: Delay is added to the store's clock, At is kept
 // (rounded up, never down), At wins over Delay, results follow the order of
@@ -57,8 +125,11 @@ func testScheduleDelayAndAt(e *env) {
 	if d := res[4].Due; !d.Equal(past) {
 		e.t.Errorf("At %s (in the past): Due %s, want it unchanged", ts(past), ts(d))
 	}
-	if d := res[5].Due; d.Before(before) || d.After(after.Add(time.Millisecond)) {
-		e.t.Errorf("zero At and Delay: Due %s, want store now, within [%s, %s]", ts(d), ts(before), ts(after.Add(time.Millisecond)))
+	// Due now: the store's clock at its due-time precision (a store that
+	// keeps milliseconds rounds it down, so the timer is claimable at once;
+	// a claim runs after the publish, so it is never early).
+	if d := res[5].Due; d.Before(before.Truncate(time.Millisecond)) || d.After(after.Add(time.Millisecond)) {
+		e.t.Errorf("zero At and Delay: Due %s, want store now, within [%s, %s]", ts(d), ts(before.Truncate(time.Millisecond)), ts(after.Add(time.Millisecond)))
 	}
 
 	dues := make(map[string]time.Time)

@@ -11,8 +11,9 @@ import (
 )
 
 // Schedule writes timers to a topic in one transaction, fsynced before it
-// returns. A negative Delay fails the whole call with an error wrapping
-// ontimedriver.ErrInvalid, and nothing is written. See ontimedriver.Driver.
+// returns. A negative Delay, or an At outside ontimedriver.MinDue..MaxDue,
+// fails the whole call with an error wrapping ontimedriver.ErrInvalid, and
+// nothing is written. See ontimedriver.Driver.
 func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	var (
 		results []ontimedriver.ScheduleResult
@@ -24,6 +25,11 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	for _, t := range timers {
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
+		}
+		if !t.At.IsZero() {
+			if err := ontimedriver.ValidateDue(t.At); err != nil {
+				return nil, fmt.Errorf("timer %q: %w", t.ID, err)
+			}
 		}
 	}
 	err := d.write(ctx, func(tx *bbolt.Tx) error {

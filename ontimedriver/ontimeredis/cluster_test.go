@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/drivertest"
@@ -79,4 +81,55 @@ func TestConformanceCluster(t *testing.T) {
 			t.Fatalf("claim on a cluster: %v %v", res, err)
 		}
 	})
+}
+
+// TestClusterReplicaDown: with a replica of one master down (killed; the
+// cluster has not yet marked it failed), every topic keeps working, on that
+// master's slots and on the others', including after the masters forgot
+// their scripts (SCRIPT FLUSH: NOSCRIPT, then the script is loaded where it
+// runs). Scripts used to be loaded on every node, replicas included, before
+// the first call and after a NOSCRIPT, so one unreachable replica stopped
+// every topic.
+func TestClusterReplicaDown(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3, redistest.WithReplicas(1), redistest.NodeTimeout(30*time.Second))
+	cluster.Replicas[0].Kill()
+
+	// Built as the README builds one.
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	round := func(what string) {
+		t.Helper()
+		for i := range 12 {
+			topic := fmt.Sprintf("replica-down.%d", i)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			_, err := d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: "x", Payload: []byte("p")}}, ontimedriver.Upsert)
+			var res *ontimedriver.ClaimResult
+			if err == nil {
+				res, err = d.Claim(ctx, topic, 10, time.Minute)
+			}
+			if err == nil && len(res.Timers) == 1 {
+				_, err = d.Settle(ctx, topic, []ontimedriver.Settlement{{Lease: ontimedriver.Lease{ID: "x", Token: res.Timers[0].Token}}})
+			}
+			cancel()
+			if err != nil {
+				t.Fatalf("%s, topic %s, with a replica down: %v", what, topic, err)
+			}
+			if len(res.Timers) != 1 {
+				t.Fatalf("%s, topic %s: claimed %d timers, want 1", what, topic, len(res.Timers))
+			}
+		}
+	}
+	round("first use")
+	for _, s := range cluster.Servers {
+		if err := s.NewClient(t).ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round("after SCRIPT FLUSH on every master")
 }

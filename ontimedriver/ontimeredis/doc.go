@@ -48,12 +48,37 @@
 // Time comes from the Redis server (TIME inside the scripts), never from
 // worker clocks, so clock skew between hosts cannot make a timer fire early
 // or hand one lease to two workers. Due times are whole milliseconds,
-// rounded up.
+// rounded up, and a delay is added to the store's clock read at its full
+// resolution (TIME's microseconds), so a timer published with In(d) is never
+// claimed before TIME has advanced by d: due = the first whole millisecond
+// at or after TIME + d (a timer due now, with no delay, is due at TIME's
+// millisecond and claimable at once; a claim runs after the publish). A
+// claim takes the timers whose due millisecond TIME has reached.
+//
+// # Timeouts
+//
+// Every call ends by its context's deadline, whatever the client's options:
+// go-redis itself honours a context's deadline only with
+// ContextTimeoutEnabled, and otherwise waits for its ReadTimeout (and its
+// retries). With a client that does not honour it (the plain
+// redis.NewClient(&redis.Options{Addr: ...}) above, or a client type the
+// driver does not know) the driver runs each call that has a deadline on a
+// goroutine of its own and returns the context's error when the deadline
+// passes; the command itself keeps its connection until go-redis's own
+// timeouts end it, and its reply is dropped. Like any timed-out call, it may
+// or may not have been applied. With ContextTimeoutEnabled the call runs on
+// the caller's goroutine and go-redis ends it. ontime's workers bound every
+// store call (see docs/guarantees.md), so they need neither option.
 //
 // Every operation is one Lua script call (lua/*.lua, embedded, each with
-// its KEYS/ARGV header). Scripts run by SHA; when Redis does not know a
-// script (after a restart, a failover or SCRIPT FLUSH) the driver loads it
-// and runs it again; Ping loads them all. Claim takes up to N due timers
+// its KEYS/ARGV header). Scripts run by SHA (EVALSHA) on the node that
+// holds the topic; when that node does not know a script (its first use
+// there, a restart, a failover, SCRIPT FLUSH: NOSCRIPT, and the script did
+// not run) the driver sends it whole once (EVAL, routed like EVALSHA), which
+// runs it and leaves it in that node's cache. No other node is asked to load
+// anything: on a Redis Cluster an unreachable replica, or a master that
+// holds other topics, stops nothing (TestClusterReplicaDown). Scripts are
+// never sent inside a pipeline. Claim takes up to N due timers
 // oldest first, gives each a fresh token, raises its attempt counter and
 // returns the topic's next claimable instant in the same reply. Settle,
 // Extend and Cancel are fenced by the token: a worker whose lease was lost,
@@ -85,7 +110,12 @@
 // letters (a dead-lettered timer is deleted and logged). Python publishers
 // do not send wake-ups, so a Go worker notices their timers at its next
 // claim: the fallback PollInterval bounds that lateness; Go publishers do
-// wake Go workers.
+// wake Go workers, both when their timer comes before the topic's head and
+// when the head is already due (a Python timer nobody has claimed yet), so
+// that a Go publish also brings the waiting Python timers to a sleeping Go
+// worker. A handler of type any (Handle[any]) gets a body as the Python
+// reader's Any does: text/plain as a string, JSON as its value, another
+// content type as []byte, none as JSON if it parses, else []byte.
 //
 // Fencing without extra keys: a lease deadline written by ontime is a whole
 // millisecond plus a tag of 1–999 microseconds, and the tag is the lease
@@ -96,9 +126,13 @@
 // microseconds) it is refused except with probability 1/1000. Python's own
 // acks stay unconditional, as they are in Python.
 //
-// Time in the compatible layout is also the Redis server's, at millisecond
-// resolution: a Python score of 10.0005 s is due from 10.000 s on (Python
-// itself compares against each worker's wall clock).
+// Time in the compatible layout is also the Redis server's, compared at its
+// full resolution, the microsecond: a score stands for the nearest whole
+// microsecond (a double holds no more: about 0.24 µs today), and a Go
+// claim takes it once TIME has reached that microsecond, so a Python score
+// of 10.0005 s is due at 10.000500 s, never before (Python itself compares
+// against each worker's wall clock). Due times ontime writes are whole
+// milliseconds, rounded up as in the native layout.
 //
 // The compatible layout's two keys per topic carry no hash tag, so it
 // cannot run on Redis Cluster (neither can the Python library); New
@@ -116,11 +150,20 @@
 // The Python reader cannot read such an envelope and hands the whole of it
 // over as a raw body.
 //
-// The two readers also differ on an envelope that starts with the magic but
-// reads consistently neither way (damaged, or hand-made): the Python reader
-// delivers it as a raw body, ontime treats it as undecodable and
-// dead-letters it (reason "undecodable"; the stored bytes are kept whole in
-// the dead letter). In the compatible layout that dead letter is kept only
+// User headers: ontime writes them sorted by key (Publish takes them as a
+// map, which has no order); the Python writer keeps its dict's insertion
+// order. Both readers see the same headers either way; only a byte-for-byte
+// comparison of two envelopes with two or more user headers tells them
+// apart.
+//
+// The two readers also differ on damaged (or hand-made) envelopes that
+// start with the magic. One whose data_start points past its end: the
+// Python reader reads its headers and hands over an empty body (slicing
+// past the end of a bytes value gives an empty one); ontime treats it as
+// undecodable. One that reads consistently neither way: the Python reader
+// delivers it as a raw body; ontime treats it as undecodable. ontime
+// dead-letters an undecodable envelope (reason "undecodable"; the stored
+// bytes are kept whole in the dead letter). In the compatible layout that dead letter is kept only
 // with CompatDeadLetters; without it the timer is deleted and a warning
 // logged, as for every dead letter there. Either way a handler is never
 // given such bytes as its payload.

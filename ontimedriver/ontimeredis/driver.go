@@ -30,7 +30,11 @@ type Driver struct {
 	compat bool
 	log    *slog.Logger
 	closed atomic.Bool
-	loaded atomic.Bool // scripts loaded once
+
+	// ctxBound is true when rdb itself ends a command at its context's
+	// deadline (go-redis's ContextTimeoutEnabled); otherwise the driver
+	// enforces the deadline itself (see bounded).
+	ctxBound bool
 
 	// registered remembers the topics this Driver has added to the topic
 	// registry (native layout), so a publish adds it once per process.
@@ -43,7 +47,7 @@ var _ ontimedriver.Driver = (*Driver)(nil)
 var _ ontimedriver.LegacyPayloads = (*Driver)(nil)
 
 // New returns a Driver on rdb. The caller owns rdb: Close does not close
-// it. New does not contact Redis; Ping does, and loads the scripts.
+// it. New does not contact Redis; Ping does.
 //
 // The compatible layout keeps two keys per topic with no hash tag, as the
 // Python library does, so it cannot run on Redis Cluster: New refuses a
@@ -59,9 +63,60 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 	if _, ok := rdb.(*redis.ClusterClient); ok && o.Layout == Compatible {
 		return nil, fmt.Errorf("%w: the compatible layout cannot run on Redis Cluster: its two keys per topic have no hash tag (faststream-redis-timers cannot either)", ontimedriver.ErrInvalid)
 	}
-	d := &Driver{rdb: rdb, opt: o, compat: o.Layout == Compatible, log: o.Logger}
+	d := &Driver{rdb: rdb, opt: o, compat: o.Layout == Compatible, log: o.Logger, ctxBound: honoursContext(rdb)}
 	d.hub.init(d)
 	return d, nil
+}
+
+// honoursContext reports whether rdb ends a command when its context's
+// deadline passes. go-redis does so only with ContextTimeoutEnabled; without
+// it a command waits for the client's ReadTimeout (and its retries), whatever
+// the context says. A client type the driver does not know counts as not
+// honouring it.
+func honoursContext(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// bounded runs fn and returns its result, or ctx's error as soon as ctx is
+// done, whichever comes first: every call of the driver ends by its
+// context's deadline, whether or not the client was built with
+// ContextTimeoutEnabled. When the client honours contexts itself (or ctx
+// can never end) fn runs on the caller's goroutine. Otherwise it runs on
+// its own, and a call cut short keeps running there until the client's own
+// timeouts end it (its connection stays busy until then); its result is
+// dropped. Like any timed-out call, it may or may not have been applied.
+func bounded[T any](d *Driver, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	if d.ctxBound || ctx.Done() == nil {
+		return fn(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		var zero T
+		return zero, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn(ctx)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, context.Cause(ctx)
+	}
 }
 
 // Layout reports the driver's layout.
@@ -71,18 +126,15 @@ func (d *Driver) Layout() Layout { return d.opt.Layout }
 // other programs: true for the compatible layout, where Python writes them.
 func (d *Driver) AcceptsLegacyPayloads() bool { return d.compat }
 
-// Ping checks that Redis answers and loads the scripts.
+// Ping checks that Redis answers. (Scripts are loaded where they run, on
+// first use; see eval.)
 func (d *Driver) Ping(ctx context.Context) error {
 	if d.closed.Load() {
 		return errClosed
 	}
-	if err := d.rdb.Ping(ctx).Err(); err != nil {
+	if _, err := bounded(d, ctx, func(ctx context.Context) (string, error) { return d.rdb.Ping(ctx).Result() }); err != nil {
 		return fmt.Errorf("ontimeredis: ping: %w", err)
 	}
-	if err := loadScripts(ctx, d.rdb); err != nil {
-		return err
-	}
-	d.loaded.Store(true)
 	return nil
 }
 
@@ -135,7 +187,7 @@ func (d *Driver) register(ctx context.Context, topic string) error {
 	if _, ok := d.registered.Load(topic); ok {
 		return nil
 	}
-	if err := d.rdb.SAdd(ctx, d.registryKey(), topic).Err(); err != nil {
+	if _, err := bounded(d, ctx, func(ctx context.Context) (int64, error) { return d.rdb.SAdd(ctx, d.registryKey(), topic).Result() }); err != nil {
 		return fmt.Errorf("ontimeredis: registering topic: %w", err)
 	}
 	d.registered.Store(topic, true)
@@ -153,9 +205,29 @@ func ceilMs(t time.Time) int64 {
 	return ms
 }
 
-// durMs is d in milliseconds, rounded up.
+// durMs is d in milliseconds, rounded up (without overflow near the
+// largest Duration).
 func durMs(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
+}
+
+// delaySpec is a delay as the scripts read it: "<ms>:<us>", d rounded up to
+// the microsecond and split into whole milliseconds and the microseconds
+// past them (so that no number passes 2^53 in Lua, even for the largest
+// Duration). The scripts add it to the store's clock at its full
+// resolution and round the sum up to the millisecond (due_after in
+// lua/shared.lua): a timer is never due before the store's clock, read in
+// microseconds, has advanced by d.
+func delaySpec(d time.Duration) string {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return strconv.FormatInt(us/1000, 10) + ":" + strconv.FormatInt(us%1000, 10)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -177,9 +249,12 @@ func (d *Driver) scoreTime(score string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("ontimeredis: bad score %q: %w", score, err)
 	}
 	if d.compat {
-		// Millisecond resolution, as everywhere in ontime: a Python
-		// score of 10.0005 s is due from 10.000 s on.
-		return msTime(floorDiv(int64(math.Floor(f*1e6+0.5)), 1000)), nil
+		// The instant the score stands for, to the nearest microsecond,
+		// as the claim script reads it (score_us in
+		// lua/compat_common.lua): a Python score of 10.0005 s is due at
+		// 10.000500 s, not before. The arithmetic is exact (see there).
+		sec := math.Floor(f)
+		return usTime(int64(sec)*1e6 + int64(math.Floor((f-sec)*1e6+0.5))), nil
 	}
 	return msTime(int64(f)), nil
 }
@@ -304,7 +379,7 @@ func (d *Driver) Topics(ctx context.Context) ([]string, error) {
 		}
 	} else {
 		var err error
-		if cands, err = d.rdb.SMembers(ctx, d.registryKey()).Result(); err != nil {
+		if cands, err = bounded(d, ctx, func(ctx context.Context) ([]string, error) { return d.rdb.SMembers(ctx, d.registryKey()).Result() }); err != nil {
 			return nil, fmt.Errorf("ontimeredis: topics: %w", err)
 		}
 	}
@@ -323,7 +398,7 @@ func (d *Driver) Topics(ctx context.Context) ([]string, error) {
 			cmds[i] = pipe.Exists(ctx, k.due, k.dead)
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := bounded(d, ctx, pipe.Exec); err != nil {
 		return nil, fmt.Errorf("ontimeredis: topics: %w", err)
 	}
 	out := make([]string, 0, len(cands))
@@ -341,11 +416,19 @@ func (d *Driver) scanTopics(ctx context.Context) ([]string, error) {
 	if d.opt.CompatDeadLetters {
 		bases = append(bases, d.opt.DeadBase+":")
 	}
+	type scanPage struct {
+		keys []string
+		next uint64
+	}
 	var out []string
 	for _, base := range bases {
 		var cursor uint64
 		for {
-			ks, next, err := d.rdb.Scan(ctx, cursor, escapeGlob(base)+"*", 1000).Result()
+			p, err := bounded(d, ctx, func(ctx context.Context) (scanPage, error) {
+				ks, next, err := d.rdb.Scan(ctx, cursor, escapeGlob(base)+"*", 1000).Result()
+				return scanPage{ks, next}, err
+			})
+			ks, next := p.keys, p.next
 			if err != nil {
 				return nil, fmt.Errorf("ontimeredis: topics: %w", err)
 			}

@@ -40,13 +40,18 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
 		}
+		if !t.At.IsZero() {
+			if err := ontimedriver.ValidateDue(t.At); err != nil {
+				return nil, fmt.Errorf("timer %q: %w", t.ID, err)
+			}
+		}
 		// One value for the due time: absolute, or "+" and a delay from
 		// the store's clock.
 		var due string
 		if !t.At.IsZero() {
 			due = strconv.FormatInt(ceilMs(t.At)*unit, 10)
 		} else {
-			due = "+" + strconv.FormatInt(durMs(t.Delay)*unit, 10)
+			due = "+" + delaySpec(t.Delay)
 		}
 		args = append(args, t.ID, due, t.Payload)
 	}
@@ -101,7 +106,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
 		return nil, errReply
 	}
-	out := &ontimedriver.ClaimResult{Now: msTime(replyInt(a[0]))}
+	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
 	until := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
@@ -195,7 +200,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		if len(errText) > maxErrorText {
 			errText = errText[:maxErrorText]
 		}
-		args = append(args, durMs(op.Delay), op.Reason, errText)
+		args = append(args, delaySpec(op.Delay), op.Reason, errText)
 	}
 	s, ks := sSettle, []string{k.due, k.msg, k.lease, k.dead, k.dmsg}
 	if d.compat {
@@ -488,7 +493,7 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 		pipe := d.rdb.Pipeline()
 		all := pipe.ZCard(ctx, k.due)
 		dead := pipe.ZCard(ctx, k.dead)
-		if _, err := pipe.Exec(ctx); err != nil {
+		if _, err := bounded(d, ctx, pipe.Exec); err != nil {
 			return ontimedriver.Counts{}, fmt.Errorf("ontimeredis: count: %w", err)
 		}
 		c := ontimedriver.Counts{Scheduled: all.Val()}
@@ -547,7 +552,7 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 
 // deadIDs returns all dead-letter ids of a topic.
 func (d *Driver) deadIDs(ctx context.Context, k keys) ([]string, error) {
-	ids, err := d.rdb.ZRange(ctx, k.dead, 0, -1).Result()
+	ids, err := bounded(d, ctx, func(ctx context.Context) ([]string, error) { return d.rdb.ZRange(ctx, k.dead, 0, -1).Result() })
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: dead letters: %w", err)
 	}

@@ -56,52 +56,28 @@ var (
 	sCCancel   = mustScript("compat_cancel")
 	sCGet      = mustScript("compat_get", "compat_common")
 	sCReplay   = mustScript("compat_replay", "compat_common")
-
-	allScripts = []*script{
-		sSchedule, sClaim, sSettle, sExtend, sCancel, sGet, sPage, sCount, sReplay, sPurge,
-		sCSchedule, sCClaim, sCSettle, sCExtend, sCCancel, sCGet, sCReplay,
-	}
 )
 
-// loadScripts loads every script into the script cache (on every master of
-// a cluster).
-func loadScripts(ctx context.Context, rdb redis.UniversalClient) error {
-	for _, s := range allScripts {
-		sha, err := rdb.ScriptLoad(ctx, s.src).Result()
-		if err != nil {
-			return fmt.Errorf("ontimeredis: loading script %s: %w", s.name, err)
-		}
-		if sha != s.sha {
-			return fmt.Errorf("ontimeredis: script %s loaded as %s, want %s", s.name, sha, s.sha)
-		}
-	}
-	return nil
-}
-
-// eval runs s by its SHA. The scripts are loaded on first use; when the
-// server does not know one (a restart, a failover, SCRIPT FLUSH) they are
-// loaded again and the call retried: a script is never sent whole inside
-// a call.
+// eval runs s on the node that holds keys: EVALSHA, and when that node
+// does not know the script (first use there, a restart, a failover, SCRIPT
+// FLUSH: NOSCRIPT) EVAL with the whole script, which runs it and leaves it
+// in that node's script cache, so the next EVALSHA finds it. EVALSHA failed
+// with NOSCRIPT without running anything, so the script runs once. Only the
+// node that runs a script is ever asked to load it: on a Redis Cluster the
+// other masters and the replicas are not involved, so an unreachable
+// replica, or a master that holds other topics, stops nothing. (Scripts
+// are never sent inside a pipeline, where go-redis cannot fall back.)
 func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
 	if d.closed.Load() {
 		return nil, errClosed
 	}
-	if !d.loaded.Load() {
-		// First use: load every script, so that later calls find them.
-		if err := loadScripts(ctx, d.rdb); err != nil {
-			return nil, err
+	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
+		res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = d.rdb.Eval(ctx, s.src, keys, args...).Result()
 		}
-		d.loaded.Store(true)
-	}
-	res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// Redis restarted, failed over or flushed its scripts: load them
-		// all again (the others are gone too) and retry once.
-		if lerr := loadScripts(ctx, d.rdb); lerr != nil {
-			return nil, lerr
-		}
-		res, err = d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
-	}
+		return res, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: %s: %w", s.name, err)
 	}

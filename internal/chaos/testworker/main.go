@@ -91,13 +91,8 @@ func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease
 	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("pid", pid)
-	rdb := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		DialTimeout:           time.Second,
-		ReadTimeout:           2 * time.Second,
-		WriteTimeout:          2 * time.Second,
-		ContextTimeoutEnabled: true,
-	})
+	// Built as the README shows: every bound on a store call is ontime's.
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	drv, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: prefix, Logger: log})
 	if err != nil {

@@ -2,7 +2,7 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] token counter,
 -- KEYS[5] dead zset, KEYS[6] dead hash
 -- ARGV[1] max, ARGV[2] lease ms
--- Returns {now ms, lease deadline ms, next claimable ms or "", first token,
+-- Returns {now us, lease deadline ms, next claimable ms or "", first token,
 -- then per claimed timer: id, attempt, record}. The k-th claimed timer's
 -- token is first token + k - 1 (k from 0): tokens are not sent one by one.
 -- The record is not rewritten: the claim writes only the lease entry and
@@ -12,11 +12,11 @@
 -- is kept small: counters instead of #t, one string built per timer (the
 -- padded lease entry), numbers concatenated directly where they cannot reach
 -- Lua's 14-digit %.14g limit.
-local now = now_ms()
+local now, sub = clock()
 local deadline = now + tonumber(ARGV[2])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local nids = #ids
-local out = {now, deadline, '', ''}
+local out = {now * 1000 + sub, deadline, '', ''}
 if nids > 0 then
   local seq = redis.call('INCRBY', KEYS[4], nids) - nids + 1
   out[4] = fmt(seq)

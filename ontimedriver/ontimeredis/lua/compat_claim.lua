@@ -1,16 +1,26 @@
 -- compat_claim.lua: lease up to max due timers, oldest first.
 -- KEYS[1] timeline zset, KEYS[2] payloads hash
 -- ARGV[1] max, ARGV[2] lease us (whole milliseconds)
--- Returns {now ms in us, next claimable score or "", then per claimed
+-- Returns {now us, next claimable score or "", then per claimed
 -- timer: id, token, score it had, lease deadline us, envelope}.
 local now = now_us()
--- Due at millisecond resolution, as in the native layout: a score is due
--- once the store's clock reaches its millisecond.
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. secs(floor_ms(now) + 1000), 'LIMIT', 0, tonumber(ARGV[1]))
-local out = {floor_ms(now), ''}
+-- Due at the store clock's full resolution, the microsecond: a score is due
+-- once score_us(score) <= now. ZRANGEBYSCORE compares doubles against the
+-- double nearest to secs(now); the loop below keeps exactly the ids whose
+-- score_us is due (it drops none unless that double rounded up).
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', secs(now), 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {now, ''}
+local scores
 if #ids > 0 then
+  scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+  local n = #ids
+  while n > 0 and score_us(scores[n]) > now do
+    ids[n], scores[n] = nil, nil
+    n = n - 1
+  end
+end
+if ids[1] then
   local envs = redis.call('HMGET', KEYS[2], unpack(ids))
-  local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
   local gone, zadd = {}, {}
   local ng, nz, no = 0, 0, 2
   -- Every deadline is base + tag, base a whole millisecond: its score is

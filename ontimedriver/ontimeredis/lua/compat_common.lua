@@ -18,6 +18,20 @@ local function to_us(score)
   return math.floor(tonumber(score) * 1000000 + 0.5)
 end
 
+-- score_us is the instant a score stands for, in whole microseconds, the
+-- resolution of the store's clock: the nearest one. A double holds no more
+-- (a score of today has about 0.24 us of precision, one of year 9999 about
+-- 30 us), and the decimal a writer meant, such as ontime's whole
+-- milliseconds, is the nearest one. A claim at store time now (us) takes
+-- a timer once score_us(score) <= now. The arithmetic is exact: the
+-- fraction of a score past 1970 has at most 22 significant bits, and times
+-- 10^6 (under 2^20) it still fits a double's 53.
+local function score_us(score)
+  local s = tonumber(score)
+  local sec = math.floor(s)
+  return sec * 1000000 + math.floor((s - sec) * 1000000 + 0.5)
+end
+
 -- next_tag picks the tag of a new lease. After a lease written by ontime it
 -- is the next tag, so consecutive leases of an id never share one; after a
 -- due time (no tag) it follows the clock's milliseconds, so two claims less

@@ -3,8 +3,8 @@
 -- enabled KEYS[3] dead zset, KEYS[4] dead hash
 -- ARGV[1] wake channel
 -- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead), id, token
--- followed by ",", and for every kind but ack three more values: delay ms,
--- reason, error text
+-- followed by ",", and for every kind but ack three more values: delay as
+-- "<ms>:<us>" (see due_after), reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
 local out = {}
 local n, q, kinds, toks, pos = outcomes()
@@ -27,7 +27,7 @@ for j = 1, n do
         now = now_us()
       end
       -- whole milliseconds: a due time never carries a lease tag
-      local at = floor_ms(now) + tonumber(ARGV[pos[j] + 3]) * 1000
+      local at = due_after(math.floor(now / 1000), now % 1000, ARGV[pos[j] + 3]) * 1000
       zadd[nz + 1] = secs(at)
       zadd[nz + 2] = id
       nz = nz + 2

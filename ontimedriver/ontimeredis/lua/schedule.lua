@@ -2,11 +2,11 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
--- then per timer 3 values: id, due (absolute ms, or "+" and a delay in ms
--- from the store's clock), envelope
+-- then per timer 3 values: id, due (absolute ms, or "+" and a delay from
+-- the store's clock as "<ms>:<us>", see due_after), envelope
 -- Returns one due ms per timer, or -1 when the id exists (if absent).
 -- An upsert drops any lease of the id: its token stops working.
-local now = now_ms()
+local now, sub = clock()
 local old = head(KEYS[1])
 local ifabsent = ARGV[1] == '1'
 local out = {}
@@ -41,7 +41,7 @@ for i = 3, nargs, 3 do
     local spec = ARGV[i + 1]
     local due
     if string.byte(spec, 1) == 43 then -- '+': relative
-      due = now + tonumber(spec)
+      due = due_after(now, sub, string.sub(spec, 2))
     else
       due = tonumber(spec)
     end

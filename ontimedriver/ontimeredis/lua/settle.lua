@@ -3,8 +3,8 @@
 -- KEYS[5] dead hash
 -- ARGV[1] wake channel
 -- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead), id, token
--- followed by ",", and for every kind but ack three more values: delay ms,
--- reason, error text
+-- followed by ",", and for every kind but ack three more values: delay as
+-- "<ms>:<us>" (see due_after), reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
 --
 -- Acks are most of the traffic: they take three values and touch only the
@@ -18,7 +18,7 @@ local leases = many('HMGET', KEYS[3], q)
 local done = {} -- ids settled in this call: a second outcome is lost
 local del, unlease, hset, zadd, dzadd, dhset = {}, {}, {}, {}, {}, {}
 local nd, nu, nh, ndd = 0, 0, 0, 0
-local now, earliest
+local now, sub, earliest
 for j = 1, n do
   local id, tok, l = q[j], toks[j], leases[j]
   local ok = l and #tok > 1 and not done[id] and string.find(l, tok, 1, true) == 1
@@ -44,7 +44,7 @@ for j = 1, n do
       nu = nu + 1
       unlease[nu] = id
       if not now then
-        now = now_ms()
+        now, sub = clock()
       end
       if kind == '3' then
         nd = nd + 1
@@ -55,7 +55,7 @@ for j = 1, n do
         dhset[ndd + 2] = dead_record(attempt, r.due, ARGV[p + 4], ARGV[p + 5], r.payload)
         ndd = ndd + 2
       else
-        local due = now + tonumber(ARGV[p + 3])
+        local due = due_after(now, sub, ARGV[p + 3])
         local err = r.err
         if kind == '2' then
           if attempt > 0 then

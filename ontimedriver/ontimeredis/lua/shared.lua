@@ -5,6 +5,37 @@ local function fmt(n)
   return string.format('%.0f', n)
 end
 
+-- clock returns the store's clock (TIME) as whole Unix milliseconds and
+-- the microseconds past them (0..999).
+local function clock()
+  local t = redis.call('TIME')
+  local us = tonumber(t[2])
+  return tonumber(t[1]) * 1000 + math.floor(us / 1000), us % 1000
+end
+
+-- due_after returns the due time, in whole milliseconds, of a timer due a
+-- delay after the clock (ms, sub as clock returns them): the first whole
+-- millisecond at or after that instant, so that no claim, which compares
+-- the millisecond of its own clock, takes the timer before the store's
+-- clock reaches it at its full resolution. The delay is "<ms>:<us>" (us
+-- 0..999), split so that no number passes 2^53. A zero delay (due now) is
+-- due at ms, claimable at once: a claim that takes it runs after this
+-- script, so never before the instant it was published.
+local function due_after(ms, sub, delay)
+  local dms, dus = string.match(delay, '^(%d+):(%d+)$')
+  dms, dus = tonumber(dms), tonumber(dus)
+  if dms == 0 and dus == 0 then
+    return ms
+  end
+  local r = sub + dus
+  if r == 0 then
+    return ms + dms
+  elseif r <= 1000 then
+    return ms + dms + 1
+  end
+  return ms + dms + 2
+end
+
 -- head returns the smallest score of a sorted set, or nil.
 local function head(key)
   local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')

@@ -1,0 +1,107 @@
+package ontimeredis_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ontime-go/ontime"
+)
+
+// TestCompatPublishWakesPastPythonHead: a Python timer that is due but
+// unclaimed sits at the head of a topic (Python publishers send no
+// wake-up, and the Go worker sleeps until its poll interval). An ontime
+// publish due at once must wake the Go worker, which then takes both. It
+// used to notify only when the new timer was earlier than the head, so
+// both waited for the poll (10 s here).
+func TestCompatPublishWakesPastPythonHead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newCompat(t, "")
+	const topic = "wake-py"
+	got := make(chan string, 10)
+	w := ontime.NewWorker(e.client, &ontime.WorkerConfig{Logger: quiet})
+	if err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[string]) error {
+		got <- m.ID
+		return nil
+	}, &ontime.TopicOptions{PollInterval: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	// Let the worker find the topic empty and go to sleep for its poll
+	// interval.
+	time.Sleep(300 * time.Millisecond)
+	score := float64(time.Now().Add(-time.Second).UnixMicro()) / 1e6 // due a second ago
+	if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, e.timeline+":"+topic, redis.Z{Score: score, Member: "py-1"})
+		p.HSet(ctx, e.payloads+":"+topic, "py-1", unhex(t, vectorA))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.Publish(ctx, topic, "go", ontime.WithID("go-1")); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	timeout := time.After(3 * time.Second)
+	for len(seen) < 2 {
+		select {
+		case id := <-got:
+			seen[id] = true
+		case <-timeout:
+			t.Fatalf("delivered %v within 3s of the publish, want py-1 and go-1 (the worker was not woken; its poll interval is 10s)", seen)
+		}
+	}
+}
+
+// TestCompatHandleAnyPythonBodies: a Handle[any] handler receives the bodies
+// a Python publisher wrote as Python's own Any handler does: text as a
+// string (it was refused as JSON and dead-lettered), JSON as its value, raw
+// bytes as []byte.
+func TestCompatHandleAnyPythonBodies(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newCompat(t, "")
+	const topic = "any-py"
+	type body struct {
+		id   string
+		data any
+	}
+	got := make(chan body, 10)
+	w := ontime.NewWorker(e.client, &ontime.WorkerConfig{Logger: quiet})
+	if err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[any]) error {
+		got <- body{m.ID, m.Body}
+		return nil
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	score := float64(time.Now().UnixMicro()) / 1e6
+	if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for id, vec := range map[string]string{"text": vectorA, "json": vectorB, "raw": vectorC} {
+			p.ZAdd(ctx, e.timeline+":"+topic, redis.Z{Score: score, Member: id})
+			p.HSet(ctx, e.payloads+":"+topic, id, unhex(t, vec))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	want := map[string]any{
+		"text": "hello",
+		"json": map[string]any{"order_id": 42.0, "status": "due"},
+		"raw":  []byte{0x00, 0xff},
+	}
+	for range want {
+		select {
+		case b := <-got:
+			if !reflect.DeepEqual(b.data, want[b.id]) {
+				t.Errorf("%s: Body %#v, want %#v", b.id, b.data, want[b.id])
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("not every Python timer was delivered")
+		}
+	}
+}
