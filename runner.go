@@ -207,7 +207,7 @@ func (r *runner) claimLoop() {
 				return
 			}
 			r.w.health.fail("claim", err)
-			backoff = nextBackoff(backoff)
+			backoff = nextBackoff(backoff, min(r.opts.PollInterval, maxOutageBackoff))
 			if !r.sleep(backoff) {
 				return
 			}
@@ -310,18 +310,24 @@ func (r *runner) sleep(d time.Duration) bool {
 	}
 }
 
-// nextBackoff grows the outage back-off: 50ms doubling to 5s, with ±50%
-// jitter so that many workers do not return in step.
-func nextBackoff(prev time.Duration) time.Duration {
-	const lo, hi = 50 * time.Millisecond, 5 * time.Second
-	d := prev * 2
-	if d < lo {
-		d = lo
-	}
+// maxOutageBackoff bounds the wait between two store calls of a worker
+// during an outage, so that every worker notices a store that came back
+// within this (or its poll interval, if shorter), however long the outage
+// was: a 5 s cap once let a worker report the store unreachable seconds
+// after it had returned.
+const maxOutageBackoff = time.Second
+
+// nextBackoff grows the outage back-off from 50ms, doubling, up to hi,
+// with jitter (each wait is a random 50-100 % of the step) so that many
+// workers do not return in step; no wait exceeds hi.
+func nextBackoff(prev, hi time.Duration) time.Duration {
+	const lo = 50 * time.Millisecond
+	hi = max(hi, lo)
+	d := max(prev*2, lo)
 	if d > hi {
 		d = hi
 	}
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+	return time.Duration(float64(d) * (0.5 + 0.5*rand.Float64()))
 }
 
 func (r *runner) releaseSlots(n int) {

@@ -199,7 +199,7 @@ func (s *settler) flush(batch []settleReq) {
 		}
 		// Interrupted by a shutdown that gave up, the loop makes its one
 		// last try (bounded by s.final) at once.
-		backoff = nextBackoff(backoff)
+		backoff = nextBackoff(backoff, maxOutageBackoff)
 		s.sleep(backoff)
 		batch = s.fill(batch)
 	}

@@ -346,11 +346,13 @@ func TestStopUnstartedWorker(t *testing.T) {
 }
 
 func TestNextBackoff(t *testing.T) {
-	var d time.Duration
-	for range 20 {
-		d = nextBackoff(d)
-		if d < 25*time.Millisecond || d > 7500*time.Millisecond {
-			t.Fatalf("nextBackoff out of range: %v", d)
+	for _, hi := range []time.Duration{time.Second, 100 * time.Millisecond, 10 * time.Millisecond} {
+		var d time.Duration
+		for range 20 {
+			d = nextBackoff(d, hi)
+			if d < 25*time.Millisecond || d > max(hi, 50*time.Millisecond) {
+				t.Fatalf("nextBackoff(_, %v) out of range: %v", hi, d)
+			}
 		}
 	}
 }
