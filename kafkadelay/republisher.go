@@ -274,9 +274,11 @@ func (r *Republisher) run(ctx context.Context) error {
 			}
 			batches = append(batches, batch{tp{f.Topic, f.Partition}, items})
 		})
+		// One partition at a time, so that produce callbacks (which need
+		// the lock too) are not held up behind a whole poll.
 		var acts []action
-		r.mu.Lock()
 		for _, b := range batches {
+			r.mu.Lock()
 			if p := r.parts[b.key]; p != nil {
 				if len(p.buf) == 0 {
 					p.buf = b.items
@@ -285,8 +287,8 @@ func (r *Republisher) run(ctx context.Context) error {
 				}
 				acts = r.pump(p, now, acts)
 			}
+			r.mu.Unlock()
 		}
-		r.mu.Unlock()
 		r.cl.AllowRebalance()
 		r.do(acts)
 	}
