@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
@@ -149,7 +150,8 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		log.Warn("the store is not reachable yet; /readyz reports it", "err", err)
 	}
 	cancel()
-	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes)})
+	recent := activity.New() // each topic's last minute, for GET /v1/topics and the dashboard
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{recent}})
 	if err != nil {
 		return err
 	}
@@ -164,7 +166,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	slices.Sort(topics)
 	api := server.New(server.Options{
-		Client: client, Dispatcher: disp, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
+		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
 		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
 	})
