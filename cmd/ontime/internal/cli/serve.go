@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/cmd/ontime/ui"
 )
 
 // serveFlags maps flag names to config keys.
@@ -174,13 +176,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: err}
 	}
-	srv := server.NewHTTPServer(api, log)
+	srv := server.NewHTTPServer(withDashboard(api), log)
 	disp.Start()
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {
 		where = redactURL(cfg.Redis)
 	}
-	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0)
+	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0,
+		"dashboard", "http://"+ln.Addr().String()+"/ui/")
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -203,4 +206,21 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// withDashboard serves the dashboard's page at /ui/ (its assets hold no
+// data and need no token; the page sends the user's token with every API
+// call) and everything else with the API.
+func withDashboard(api http.Handler) http.Handler {
+	page := http.StripPrefix("/ui", ui.Handler("/"))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ui":
+			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, "/ui/"):
+			page.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
 }
