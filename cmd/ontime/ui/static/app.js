@@ -362,7 +362,8 @@ function deadPage(topic) {
     const act = async (verb, all) => {
       const sel = [...page.selected];
       const what = all ? 'every dead letter of ' + topic : sel.length + ' dead letter' + (sel.length === 1 ? '' : 's');
-      const body = all ? h('p', {}, (verb === 'replay' ? 'Every dead letter of ' : 'Every dead letter of ') + topic + (verb === 'replay' ? ' will be scheduled again, due now.' : ' will be deleted for good.'))
+      const n = pg.next_cursor ? 'more than ' + ids.length : String(ids.length);
+      const body = all ? h('p', {}, 'Every dead letter of ' + topic + ' (' + n + ') will be ' + (verb === 'replay' ? 'scheduled again, due now.' : 'deleted for good.'))
         : [h('p', {}, verb === 'replay' ? 'These will be scheduled again, due now:' : 'These will be deleted for good:'), h('pre', {}, sel.join('\n'))];
       const ok = await confirmDialog((verb === 'replay' ? 'Replay ' : 'Purge ') + what + '?', body,
         verb === 'replay' ? 'Replay' : 'Purge', all ? topic : undefined);
