@@ -313,49 +313,6 @@ func newLsCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newStatsCmd(e *env) *cobra.Command {
-	var o clientOpts
-	cmd := &cobra.Command{
-		Use:   "stats",
-		Short: "Totals of the store and the server's delivery counters",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(e)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			var raw json.RawMessage
-			if err := c.do(cmd.Context(), http.MethodGet, "/v1/stats", nil, &raw); err != nil {
-				return err
-			}
-			if o.json {
-				return printJSON(e.stdout, raw)
-			}
-			var s wire.Stats
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "store:\t%s\n", s.Store)
-			fmt.Fprintf(w, "topics:\t%d\n", s.Topics)
-			fmt.Fprintf(w, "scheduled:\t%d\n", s.Scheduled)
-			fmt.Fprintf(w, "leased:\t%d\n", s.Leased)
-			fmt.Fprintf(w, "dead:\t%d\n", s.Dead)
-			if c.st == nil {
-				fmt.Fprintf(w, "uptime:\t%s\n", time.Duration(s.UptimeSec)*time.Second)
-				fmt.Fprintf(w, "delivered:\t%d\n", s.Delivered)
-				fmt.Fprintf(w, "failed deliveries:\t%d\n", s.Failed)
-				fmt.Fprintf(w, "workers:\t%d\n", s.Workers)
-				fmt.Fprintf(w, "watchers:\t%d\n", s.Watchers)
-			}
-			return w.Flush()
-		},
-	}
-	addClientFlags(cmd, &o)
-	return cmd
-}
-
 func newDeadCmd(e *env) *cobra.Command {
 	var (
 		o             clientOpts
