@@ -50,9 +50,8 @@ type browser struct {
 	artifacts string
 	shots     int
 
-	mu         sync.Mutex
-	jsErrors   []string
-	apiFailure []string
+	mu       sync.Mutex
+	jsErrors []string
 }
 
 // newBrowser starts Chromium with a fresh profile. The test's cleanup
@@ -337,6 +336,20 @@ target = { type = "http", url = %q, secret = "s", timeout = "5s" }
 	}
 	b.shot("topics")
 
+	// The filter keeps its text and focus across the page's refreshes.
+	b.run("filter the topics", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#filter`), "remi"))
+	time.Sleep(2500 * time.Millisecond) // at least one refresh
+	b.run("type more", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#filter`), "nd"))
+	if got := b.text(`#shown`); got != "1 of 5 topics" {
+		t.Errorf("filtered: %q, want 1 of 5 topics", got)
+	}
+	if got := evalJS[string](b, `document.getElementById('filter').value`); got != "remind" {
+		t.Errorf("filter text after a refresh: %q, want remind", got)
+	}
+	if n := evalJS[int](b, `document.querySelectorAll('#topics tbody tr').length`); n != 1 {
+		t.Errorf("filtered: %d rows, want 1", n)
+	}
+
 	// A topic's page updates by itself: a timer due in a few seconds is
 	// listed, then leaves the list when it fires, and the fired count
 	// grows, without a reload.
@@ -448,4 +461,31 @@ target = { type = "http", url = %q, secret = "s", timeout = "5s" }
 	evalJS[bool](b, `document.getElementById('flash').replaceChildren() === undefined`) // no "Purged 2." in the picture
 	t.Logf("dashboard picture (docs/img/dashboard.png): %s", b.shot("dashboard"))
 	t.Logf("browser scenario took %v", time.Since(started).Round(time.Millisecond))
+}
+
+// TestDashboardBrowserAuth: on a server with tokens the page asks for one,
+// keeps it, and sends it as the CLI does; a wrong one is asked for again;
+// "Forget token" drops it.
+func TestDashboardBrowserAuth(t *testing.T) {
+	t.Parallel()
+	s := serve(t, []string{"ONTIME_TOKENS=s3cret"}, "--data-dir", t.TempDir())
+	a := newAPI(t, s)
+	a.token = "s3cret"
+	a.must(201, "POST", "/v1/topics/private/timers", map[string]any{"id": "p-1", "body": "x", "delay": "1h"})
+
+	b := newBrowser(t)
+	b.run("open /ui", 30*time.Second, chromedp.Navigate(s.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`#login-token`)))
+	b.run("a wrong token", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#login-token`), "wrong"), chromedp.Click(chromedp.CSS(`#login-ok`)))
+	b.run("asked again", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#login-token`)))
+	b.shot("token")
+	b.run("the token", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#login-token`), "s3cret"), chromedp.Click(chromedp.CSS(`#login-ok`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="private"]`)))
+	if got := evalJS[string](b, `localStorage.getItem('ontime.token')`); got != "s3cret" {
+		t.Errorf("stored token %q", got)
+	}
+	b.run("reload: the token is kept", 20*time.Second, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="private"]`)))
+	b.run("forget it", 10*time.Second, chromedp.Click(chromedp.CSS(`#logout`)), chromedp.WaitVisible(chromedp.CSS(`#login-token`)))
+	if got := evalJS[bool](b, `localStorage.getItem('ontime.token') === null`); !got {
+		t.Error("the token is still stored after Forget token")
+	}
 }

@@ -145,7 +145,11 @@ function confirmDialog(title, body, okLabel, word) {
     typed.oninput = () => { ok.disabled = typed.value !== word; };
   }
   return new Promise((resolve) => {
-    dlg.onclose = () => resolve(dlg.returnValue === 'ok' && (!word || typed.value === word));
+    // The close event of a dialog closed just before this one opened can
+    // still be on its way: it finds this dialog open and is ignored.
+    dlg.onclose = () => {
+      if (!dlg.open) resolve(dlg.returnValue === 'ok' && (!word || typed.value === word));
+    };
     dlg.returnValue = '';
     dlg.showModal();
     (word ? typed : document.getElementById('confirm-cancel')).focus();
@@ -157,6 +161,7 @@ function askToken() {
   if (dlg.open) return;
   document.getElementById('login-token').value = '';
   dlg.onclose = () => {
+    if (dlg.open) return;
     const v = document.getElementById('login-token').value.trim();
     if (v) {
       localStorage.setItem(TOKEN_KEY, v);
@@ -176,8 +181,11 @@ function askToken() {
 
 let topicNames = [];
 
+const MAX_TOPIC_ROWS = 500;
+
 function topicsPage() {
-  return {
+  const page = {filter: ''};
+  return Object.assign(page, {
     async load() {
       const [topics, stats] = await Promise.all([api('GET', 'v1/topics'), api('GET', 'v1/stats')]);
       topicNames = topics.map((t) => t.topic);
@@ -185,7 +193,9 @@ function topicsPage() {
     },
     draw({topics, stats}) {
       const lm = (t) => t.last_minute || null;
-      const rows = topics.map((t) => {
+      const f = page.filter.trim().toLowerCase();
+      const shown = topics.filter((t) => !f || t.topic.toLowerCase().includes(f));
+      const rows = shown.slice(0, MAX_TOPIC_ROWS).map((t) => {
         const a = lm(t);
         return h('tr', {'data-topic': t.topic},
           h('td', {}, h('a', {href: '#/topic/' + enc(t.topic)}, t.topic)),
@@ -206,6 +216,11 @@ function topicsPage() {
           stat(stats.scheduled, 'scheduled'), stat(stats.leased, 'being delivered'), stat(stats.dead, 'dead letters'),
           stat(stats.topics, 'topics'), stat(stats.delivered, 'delivered since start'), stat(stats.failed, 'failed attempts'),
           stat(stats.workers, 'workers'), stat(stats.store, 'store')),
+        topics.length > 0 ? h('div', {class: 'toolbar'},
+          h('input', {id: 'filter', placeholder: 'filter topics', value: page.filter, 'aria-label': 'filter topics',
+            oninput: (e) => { page.filter = e.target.value; draw(); }}),
+          h('span', {class: 'muted', id: 'shown'}, shown.length + ' of ' + topics.length + ' topics' +
+            (shown.length > MAX_TOPIC_ROWS ? ', the first ' + MAX_TOPIC_ROWS + ' shown' : ''))) : null,
         topics.length === 0
           ? h('p', {class: 'muted'}, 'No topics yet. Schedule a timer: ', h('code', {}, 'ontime schedule reminders "call Bob" --in 90s'))
           : h('table', {id: 'topics'},
@@ -219,7 +234,7 @@ function topicsPage() {
         h('p', {class: 'muted'}, 'Last minute as this server saw it: deliveries, outcomes and how late timers fired (the store\'s clock at delivery minus the due time).'),
       ];
     },
-  };
+  });
 }
 
 function stat(v, label) {
@@ -423,8 +438,17 @@ function draw() {
   if (!current || !current.data) return;
   const main = document.getElementById('main');
   const y = window.scrollY;
+  // Keep the focus (and the caret of a text field) across the redraw.
+  const active = document.activeElement;
+  const focusID = active && main.contains(active) ? active.id : '';
+  const caret = focusID && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
   main.replaceChildren(...[].concat(current.page.draw(current.data)).filter(Boolean));
   window.scrollTo(0, y);
+  const again = focusID && document.getElementById(focusID);
+  if (again) {
+    again.focus();
+    if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]);
+  }
 }
 
 async function refresh() {
