@@ -73,3 +73,21 @@ func emailsFired(frame string) bool {
 	}
 	return false
 }
+
+// TestFireCLI: `ontime fire` makes a timer due now (the log target then
+// delivers it); a missing timer exits 3.
+func TestFireCLI(t *testing.T) {
+	t.Parallel()
+	s := serve(t, nil, "--data-dir", t.TempDir())
+	a := newAPI(t, s)
+	a.must(201, "POST", "/v1/topics/jobs/timers", map[string]any{"id": "j-1", "body": "x", "delay": "1h"})
+	if out := mustCLI(t, s, nil, "fire", "jobs", "j-1"); !strings.HasPrefix(out, "fired j-1 (due ") {
+		t.Errorf("fire printed %q", out)
+	}
+	waitAPI(t, 15*time.Second, "the fired timer delivered", func() bool {
+		return a.do("GET", "/v1/topics/jobs/timers/j-1", nil).status == 404
+	})
+	if _, _, code := cli(t, s, nil, "fire", "jobs", "j-1"); code != 3 {
+		t.Errorf("fire of a delivered timer: exit %d, want 3", code)
+	}
+}

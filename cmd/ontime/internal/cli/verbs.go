@@ -145,6 +145,41 @@ func newCancelCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+func newFireCmd(e *env) *cobra.Command {
+	var o clientOpts
+	cmd := &cobra.Command{
+		Use:   "fire TOPIC ID",
+		Short: "Make a scheduled timer due now (exit 3 if there is none, 4 while it is being delivered)",
+		Long: `Make a scheduled timer due now: its due time becomes the store's now, its
+body, headers, attempt count and last error are kept, and the next claim
+delivers it. A timer already due keeps its due time. A timer being
+delivered is left alone (exit 4, leased).`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := o.connect(e)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var raw json.RawMessage
+			if err := c.do(cmd.Context(), http.MethodPost, topicPath(a[0])+"/timers/"+url.PathEscape(a[1])+"/fire", nil, &raw); err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(e.stdout, raw)
+			}
+			var r wire.Created
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "fired %s (due %s)\n", newOutput(e, false).s(a[1]), humanTime(r.DueAt))
+			return nil
+		},
+	}
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
 func newGetCmd(e *env) *cobra.Command {
 	var (
 		o   clientOpts

@@ -58,7 +58,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 
 // timelineQuery reads step (a Go duration, 1s to 366 days, default 1m),
 // buckets (1 to MaxDueBounds-1, default 60) and start (RFC 3339; default
-// now rounded down to the step, counted from the Unix epoch).
+// now rounded down to a multiple of the step, time.Truncate).
 func timelineQuery(r *http.Request) (start time.Time, step time.Duration, n int, e *apiError) {
 	q := r.URL.Query()
 	for _, k := range []string{"start", "step", "buckets"} {
