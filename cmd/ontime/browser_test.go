@@ -285,8 +285,11 @@ func (h *dashboardHook) count() int {
 //   - a failing webhook dead-letters a timer; the dead-letter page shows
 //     its error and replays it (after a confirmation), and the timer is
 //     delivered; "Purge all" needs the topic's name typed first.
+//
+// It is not parallel: Go runs it before the parallel tests of the package,
+// so that Chromium's CPU does not slow the end-to-end tests that check how
+// late timers print.
 func TestDashboardBrowser(t *testing.T) {
-	t.Parallel()
 	started := time.Now()
 	hook := newDashboardHook(t, 2) // both attempts of inv-1 fail; the replay succeeds
 	refunds := newDashboardHook(t, 1<<30)
@@ -466,8 +469,8 @@ target = { type = "http", url = %q, secret = "s", timeout = "5s" }
 // TestDashboardBrowserAuth: on a server with tokens the page asks for one,
 // keeps it, and sends it as the CLI does; a wrong one is asked for again;
 // "Forget token" drops it.
+// Not parallel, as TestDashboardBrowser.
 func TestDashboardBrowserAuth(t *testing.T) {
-	t.Parallel()
 	s := serve(t, []string{"ONTIME_TOKENS=s3cret"}, "--data-dir", t.TempDir())
 	a := newAPI(t, s)
 	a.token = "s3cret"
