@@ -609,6 +609,45 @@ func (c *Client) Count(ctx context.Context, topic string) (Counts, error) {
 	return c.drv.Count(ctx, full)
 }
 
+// CountDue counts a topic's timers by when they become due (a leased timer
+// by its lease deadline, as List orders them), between consecutive bounds:
+// the result has len(bounds)+1 counts, [0] the timers due before
+// bounds[0] (overdue ones, when bounds[0] is now), [i] those due in
+// [bounds[i-1], bounds[i]), and the last those due at or after the last
+// bound. It reads the store's due index only, in one round trip, so it is
+// how a dashboard draws "how many fall due per minute" without loading the
+// timers. bounds must be strictly increasing, 1 to
+// ontimedriver.MaxDueBounds of them (ErrInvalid otherwise).
+func (c *Client) CountDue(ctx context.Context, topic string, bounds []time.Time) ([]int64, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ontimedriver.ValidateDueBounds(bounds); err != nil {
+		return nil, err
+	}
+	return c.drv.CountDue(ctx, full, bounds)
+}
+
+// FireNow makes a scheduled timer due at once and returns its new due time:
+// the next claim delivers it. Its body, headers, attempt count and last
+// error are kept (a timer waiting for a retry is retried now). A timer
+// already due keeps its due time. It returns ErrNotFound when there is no
+// such timer (a dead letter is replayed with ReplayDeadLetters instead) and
+// ErrLeased when a worker is delivering it. With the faststream-compatible
+// Redis layout, which cannot tell a timer being delivered, that timer is
+// made due again and delivered twice.
+func (c *Client) FireNow(ctx context.Context, topic, id string) (time.Time, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return time.Time{}, err
+	}
+	return c.drv.FireNow(ctx, full, id)
+}
+
 // Topics lists the topics under the Client's prefix that hold timers or
 // dead letters, without the prefix, sorted.
 func (c *Client) Topics(ctx context.Context) ([]string, error) {

@@ -21,6 +21,9 @@ var (
 	// expired and another worker holds the timer, or the timer was
 	// re-published or cancelled meanwhile. Nothing was changed.
 	ErrLeaseLost = ontimedriver.ErrLeaseLost
+	// ErrLeased means FireNow found the timer being delivered (a worker
+	// holds it under a live lease); nothing was changed.
+	ErrLeased = ontimedriver.ErrLeased
 	// ErrInvalid is wrapped by every error about a bad argument (empty topic,
 	// empty id, negative delay, both a delay and an instant, ...).
 	ErrInvalid = ontimedriver.ErrInvalid

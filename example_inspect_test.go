@@ -99,3 +99,33 @@ func ExampleClient_Cancel() {
 	// true
 	// scheduled: 1
 }
+
+// CountDue counts timers per due-time bucket from the store's index (a
+// dashboard's timeline); FireNow makes one timer due at once.
+func ExampleClient_CountDue() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+
+	start := time.Now().Truncate(time.Hour).Add(time.Hour)
+	for i, d := range []time.Duration{0, 10 * time.Minute, 70 * time.Minute, 200 * time.Minute} {
+		client.Publish(ctx, "jobs", "work", ontime.WithID(fmt.Sprintf("job-%d", i)), ontime.At(start.Add(d)))
+	}
+	// before the first hour, then one count per hour, then after the third
+	bounds := []time.Time{start, start.Add(time.Hour), start.Add(2 * time.Hour), start.Add(3 * time.Hour)}
+	counts, err := client.CountDue(ctx, "jobs", bounds)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(counts)
+
+	due, _ := client.FireNow(ctx, "jobs", "job-3")
+	fmt.Println(due.Before(start))
+	counts, _ = client.CountDue(ctx, "jobs", bounds)
+	fmt.Println(counts)
+	// Output:
+	// [0 2 1 0 1]
+	// true
+	// [1 2 1 0 0]
+}

@@ -57,6 +57,9 @@ var (
 	ErrLeaseLost = errors.New("ontime: lease lost")
 	// ErrClosed: the driver was closed.
 	ErrClosed = errors.New("ontime: driver closed")
+	// ErrLeased: FireNow found the timer held by a worker under a live
+	// lease (it is being delivered). Nothing was changed.
+	ErrLeased = errors.New("ontime: timer is being delivered")
 )
 
 // Driver is a store of timers. See the package documentation for the model.
@@ -114,6 +117,33 @@ type Driver interface {
 	// Topics lists the topics that hold at least one timer or dead letter,
 	// sorted.
 	Topics(ctx context.Context) ([]string, error)
+
+	// CountDue counts a topic's timers (scheduled and leased, each by the
+	// instant it becomes claimable, as List orders them) between
+	// consecutive bounds, in one round trip, from the due index alone: no
+	// payload is read, and the cost grows with the number of bounds (Redis:
+	// one ZCOUNT each) or with the timers in the counted range (the
+	// embedded store scans index keys), never with the topic's whole
+	// size. bounds must be strictly increasing and hold 1 to MaxDueBounds
+	// instants (see ValidateDueBounds). The result has len(bounds)+1
+	// counts: [0] the timers claimable before bounds[0], [i] those in
+	// [bounds[i-1], bounds[i]), and the last those at or after the last
+	// bound. Bounds are compared at the store's precision the way due
+	// times are stored (rounded up), so a timer published with At: b is
+	// counted from bound b on.
+	CountDue(ctx context.Context, topic string, bounds []time.Time) ([]int64, error)
+
+	// FireNow makes a scheduled timer due at once, in one atomic step: its
+	// due time becomes the store's now (a timer already due keeps its due
+	// time and its place in line), its payload, attempt counter and last
+	// error are kept, and Subscribe listeners of the topic are woken. It
+	// returns the due time as stored. ErrNotFound when there is no such
+	// timer (dead letters are replayed, not fired); ErrLeased when a worker
+	// holds it under a live lease (it is being delivered: nothing
+	// changes). A store that cannot tell a leased timer from a scheduled
+	// one (the faststream-compatible layout) makes it due all the same,
+	// which delivers it a second time.
+	FireNow(ctx context.Context, topic, id string) (time.Time, error)
 
 	// ListDead returns a topic's dead letters, oldest death first, paged like
 	// List.

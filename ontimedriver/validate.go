@@ -81,3 +81,26 @@ func ValidateDue(t time.Time) error {
 	}
 	return nil
 }
+
+// MaxDueBounds is the most bounds one CountDue call takes.
+const MaxDueBounds = 1000
+
+// ValidateDueBounds checks the bounds of a CountDue call: 1 to MaxDueBounds
+// instants, strictly increasing, each within [MinDue, MaxDue].
+func ValidateDueBounds(bounds []time.Time) error {
+	if len(bounds) == 0 {
+		return fmt.Errorf("%w: no bounds", ErrInvalid)
+	}
+	if len(bounds) > MaxDueBounds {
+		return fmt.Errorf("%w: %d bounds, the limit is %d", ErrInvalid, len(bounds), MaxDueBounds)
+	}
+	for i, b := range bounds {
+		if err := ValidateDue(b); err != nil {
+			return fmt.Errorf("bound %d: %w", i, err)
+		}
+		if i > 0 && !b.After(bounds[i-1]) {
+			return fmt.Errorf("%w: bound %d (%s) is not after bound %d (%s)", ErrInvalid, i, b.Format(time.RFC3339Nano), i-1, bounds[i-1].Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}

@@ -53,12 +53,22 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // startPTY runs the binary with args, its stdout a terminal.
 func startPTY(t *testing.T, args ...string) *ptyProc {
 	t.Helper()
+	return startPTYWith(t, false, args...)
+}
+
+// startPTYWith runs the binary with args, its stdout a terminal, and its
+// stdin too with stdin set: keys written to master reach it.
+func startPTYWith(t *testing.T, stdin bool, args ...string) *ptyProc {
+	t.Helper()
 	master, slave := openPTY(t)
 	p := &ptyProc{t: t, master: master, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = baseEnv()
 	childAttr(p.cmd)
 	p.cmd.Stdout = slave
+	if stdin {
+		p.cmd.Stdin = slave
+	}
 	p.cmd.Stderr = &lockedBuf{mu: &p.mu, b: &p.err}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

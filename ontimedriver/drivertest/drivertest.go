@@ -141,6 +141,8 @@ func groups() []group {
 		{"List", listCases()},
 		{"Count", countCases()},
 		{"Topics", topicsCases()},
+		{"CountDue", countDueCases()},
+		{"FireNow", fireNowCases()},
 		{"Dead", deadCases()},
 		{"Subscribe", subscribeCases()},
 		{"Misc", miscCases()},

@@ -106,7 +106,8 @@
 // always uses its first delay and MaxAttempts never triggers), the last
 // error, the original due time of a leased timer (a claim reports the
 // instant the timer became claimable), a leased state (Get and Count show
-// leased timers as scheduled) and, unless CompatDeadLetters is set, dead
+// leased timers as scheduled, and FireNow makes a timer being delivered due
+// again, so it is delivered twice) and, unless CompatDeadLetters is set, dead
 // letters (a dead-lettered timer is deleted and logged). Python publishers
 // do not send wake-ups, so a Go worker notices their timers at its next
 // claim: the fallback PollInterval bounds that lateness; Go publishers do

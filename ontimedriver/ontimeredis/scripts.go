@@ -48,6 +48,8 @@ var (
 	sCount    = mustScript("count")
 	sReplay   = mustScript("replay", "common")
 	sPurge    = mustScript("purge")
+	sCountDue = mustScript("count_due")
+	sFire     = mustScript("fire", "common")
 
 	sCSchedule = mustScript("compat_schedule", "compat_common")
 	sCClaim    = mustScript("compat_claim", "compat_common")
@@ -56,6 +58,7 @@ var (
 	sCCancel   = mustScript("compat_cancel")
 	sCGet      = mustScript("compat_get", "compat_common")
 	sCReplay   = mustScript("compat_replay", "compat_common")
+	sCFire     = mustScript("compat_fire", "compat_common")
 )
 
 // eval runs s on the node that holds keys: EVALSHA, and when that node

@@ -9,16 +9,19 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/cmd/ontime/ui"
 )
 
 // serveFlags maps flag names to config keys.
@@ -149,7 +152,8 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		log.Warn("the store is not reachable yet; /readyz reports it", "err", err)
 	}
 	cancel()
-	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes)})
+	recent := activity.New() // each topic's last minute, for GET /v1/topics and the dashboard
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{recent}})
 	if err != nil {
 		return err
 	}
@@ -164,7 +168,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	slices.Sort(topics)
 	api := server.New(server.Options{
-		Client: client, Dispatcher: disp, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
+		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
 		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
 	})
@@ -172,13 +176,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: err}
 	}
-	srv := server.NewHTTPServer(api, log)
+	srv := server.NewHTTPServer(withDashboard(api), log)
 	disp.Start()
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {
 		where = redactURL(cfg.Redis)
 	}
-	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0)
+	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0,
+		"dashboard", "http://"+ln.Addr().String()+"/ui/")
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -201,4 +206,21 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// withDashboard serves the dashboard's page at /ui/ (its assets hold no
+// data and need no token; the page sends the user's token with every API
+// call) and everything else with the API.
+func withDashboard(api http.Handler) http.Handler {
+	page := http.StripPrefix("/ui", ui.Handler("/"))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ui":
+			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, "/ui/"):
+			page.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
 }

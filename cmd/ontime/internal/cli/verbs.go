@@ -145,6 +145,41 @@ func newCancelCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+func newFireCmd(e *env) *cobra.Command {
+	var o clientOpts
+	cmd := &cobra.Command{
+		Use:   "fire TOPIC ID",
+		Short: "Make a scheduled timer due now (exit 3 if there is none, 4 while it is being delivered)",
+		Long: `Make a scheduled timer due now: its due time becomes the store's now, its
+body, headers, attempt count and last error are kept, and the next claim
+delivers it. A timer already due keeps its due time. A timer being
+delivered is left alone (exit 4, leased).`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := o.connect(e)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var raw json.RawMessage
+			if err := c.do(cmd.Context(), http.MethodPost, topicPath(a[0])+"/timers/"+url.PathEscape(a[1])+"/fire", nil, &raw); err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(e.stdout, raw)
+			}
+			var r wire.Created
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "fired %s (due %s)\n", newOutput(e, false).s(a[1]), humanTime(r.DueAt))
+			return nil
+		},
+	}
+	addClientFlags(cmd, &o)
+	return cmd
+}
+
 func newGetCmd(e *env) *cobra.Command {
 	var (
 		o   clientOpts
@@ -310,49 +345,6 @@ func newLsCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&before, "before", "", "only timers due before this RFC 3339 instant")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page after a previous listing")
 	addRawFlag(cmd, &raw)
-	return cmd
-}
-
-func newStatsCmd(e *env) *cobra.Command {
-	var o clientOpts
-	cmd := &cobra.Command{
-		Use:   "stats",
-		Short: "Totals of the store and the server's delivery counters",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(e)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			var raw json.RawMessage
-			if err := c.do(cmd.Context(), http.MethodGet, "/v1/stats", nil, &raw); err != nil {
-				return err
-			}
-			if o.json {
-				return printJSON(e.stdout, raw)
-			}
-			var s wire.Stats
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "store:\t%s\n", s.Store)
-			fmt.Fprintf(w, "topics:\t%d\n", s.Topics)
-			fmt.Fprintf(w, "scheduled:\t%d\n", s.Scheduled)
-			fmt.Fprintf(w, "leased:\t%d\n", s.Leased)
-			fmt.Fprintf(w, "dead:\t%d\n", s.Dead)
-			if c.st == nil {
-				fmt.Fprintf(w, "uptime:\t%s\n", time.Duration(s.UptimeSec)*time.Second)
-				fmt.Fprintf(w, "delivered:\t%d\n", s.Delivered)
-				fmt.Fprintf(w, "failed deliveries:\t%d\n", s.Failed)
-				fmt.Fprintf(w, "workers:\t%d\n", s.Workers)
-				fmt.Fprintf(w, "watchers:\t%d\n", s.Watchers)
-			}
-			return w.Flush()
-		},
-	}
-	addClientFlags(cmd, &o)
 	return cmd
 }
 

@@ -62,6 +62,8 @@ func init() {
 		"POST /v1/topics/{topic}/timers:batch 500",
 		"GET /v1/topics/{topic}/timers/{id} 500",
 		"DELETE /v1/topics/{topic}/timers/{id} 500",
+		"POST /v1/topics/{topic}/timers/{id}/fire 500",
+		"GET /v1/topics/{topic}/timeline 500",
 		"GET /v1/topics 500",
 		"GET /v1/topics/{topic}/watch 500",
 		"GET /v1/topics/{topic}/dead 500",

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
@@ -105,7 +106,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if o.wrap != nil {
 		d = o.wrap(drv)
 	}
-	client, err := ontime.NewClient(d, &ontime.Config{Logger: log, MaxBodyBytes: 4 << 20})
+	rec := activity.New()
+	client, err := ontime.NewClient(d, &ontime.Config{Logger: log, MaxBodyBytes: 4 << 20, Hooks: []any{rec}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +130,15 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	done := make(chan struct{})
 	// The http.Server `ontime serve` runs, on a real loopback listener.
-	h := server.New(server.Options{
+	opts := server.Options{
 		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
 		Tokens: o.tokens, Logger: log, Done: done,
 		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight,
-	})
+	}
+	if !o.noWorkers {
+		opts.Activity = rec
+	}
+	h := server.New(opts)
 	ts := httptest.NewUnstartedServer(h)
 	ts.Config = server.NewHTTPServer(h, log)
 	ts.Start()

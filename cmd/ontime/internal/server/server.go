@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
@@ -36,6 +37,10 @@ type Options struct {
 	// Dispatcher runs the delivery workers. Nil (the CLI talking straight
 	// to Redis) means no watch endpoint and no worker start on publish.
 	Dispatcher *delivery.Dispatcher
+	// Activity, when set, is the recorder hooked into Client
+	// (Config.Hooks): GET /v1/topics then reports each topic's last
+	// minute.
+	Activity *activity.Recorder
 	// StoreKind is reported by /v1/stats (embedded or redis).
 	StoreKind string
 	// MaxBodyBytes caps one message body. Default 1 MiB.
@@ -163,6 +168,8 @@ func (s *Server) routes() {
 		{"POST", "/v1/topics/{topic}/timers:batch", s.createBatch},
 		{"GET", "/v1/topics/{topic}/timers/{id}", s.getTimer},
 		{"DELETE", "/v1/topics/{topic}/timers/{id}", s.deleteTimer},
+		{"POST", "/v1/topics/{topic}/timers/{id}/fire", s.fireTimer},
+		{"GET", "/v1/topics/{topic}/timeline", s.timeline},
 		{"GET", "/v1/topics", s.listTopics},
 		{"GET", "/v1/topics/{topic}/watch", s.watch},
 		{"GET", "/v1/topics/{topic}/dead", s.listDead},
@@ -294,7 +301,7 @@ func badSegment(p string) *apiError {
 	if isDotSegment(seg[0]) {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
 	}
-	if len(seg) == 3 && seg[1] == "timers" {
+	if (len(seg) == 3 || len(seg) == 4 && seg[3] == "fire") && seg[1] == "timers" {
 		switch {
 		case seg[2] == "":
 			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")

@@ -7,21 +7,28 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
-// topicStats counts every topic the store lists, plus the configured ones.
+// topicStats counts every topic the store lists, plus the configured ones
+// and those with activity in the last minute.
 func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 	names, err := s.o.Client.Topics(r.Context())
 	if err != nil {
 		return nil, s.storeError(r, err)
 	}
-	for _, t := range s.o.Topics {
-		if !slices.Contains(names, t) {
-			names = append(names, t)
+	var recent map[string]activity.Stats
+	extra := slices.Clone(s.o.Topics)
+	if s.o.Activity != nil {
+		recent = s.o.Activity.Snapshot()
+		for t := range recent { // a topic emptied in the last minute is still listed
+			extra = append(extra, t)
 		}
 	}
+	names = append(names, extra...)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	out := make([]wire.TopicStats, 0, len(names))
 	for _, name := range names {
 		if wire.ValidateTopic(name) != nil {
@@ -31,7 +38,11 @@ func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 		if err != nil {
 			return nil, s.storeError(r, err)
 		}
-		out = append(out, wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead})
+		ts := wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead}
+		if s.o.Activity != nil {
+			ts.LastMinute = activityJSON(recent[name])
+		}
+		out = append(out, ts)
 	}
 	return out, nil
 }
@@ -161,4 +172,13 @@ func (s *Server) deadOp(w http.ResponseWriter, r *http.Request,
 		s.o.Dispatcher.Ensure(topic)
 	}
 	writeJSON(w, http.StatusOK, wire.Count{Count: n})
+}
+
+func activityJSON(a activity.Stats) *wire.Activity {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return &wire.Activity{
+		Published: a.Published, Fired: a.Fired, Acked: a.Acked, Retried: a.Retried,
+		DeadLettered: a.Dead, Early: a.Early,
+		LateP50Ms: ms(a.LateP50), LateP99Ms: ms(a.LateP99), LateMaxMs: ms(a.LateMax),
+	}
 }

@@ -83,6 +83,43 @@ type TopicStats struct {
 	Scheduled int64  `json:"scheduled"`
 	Leased    int64  `json:"leased"`
 	Dead      int64  `json:"dead"`
+	// LastMinute is what this server process saw the topic do in the last
+	// minute; absent without workers (the CLI's --redis mode).
+	LastMinute *Activity `json:"last_minute,omitempty"`
+}
+
+// Activity is a topic's activity over the last minute as one server
+// process saw it: timers published through its API, deliveries by its
+// workers and their outcomes, and how late they fired (the store's clock
+// at the claim minus the due instant). Lateness fields are 0 when nothing
+// fired.
+type Activity struct {
+	Published    int64 `json:"published"`
+	Fired        int64 `json:"fired"`
+	Acked        int64 `json:"acked"`
+	Retried      int64 `json:"retried"`
+	DeadLettered int64 `json:"dead_lettered"`
+	// Early counts deliveries before their due instant: a defect, always 0.
+	Early int64 `json:"early"`
+	// LateP50Ms and LateP99Ms are estimates (power-of-two buckets);
+	// LateMaxMs is exact.
+	LateP50Ms float64 `json:"late_p50_ms"`
+	LateP99Ms float64 `json:"late_p99_ms"`
+	LateMaxMs float64 `json:"late_max_ms"`
+}
+
+// Timeline counts a topic's timers per due-time bucket: Counts[i] are the
+// timers due in [Start + i*Step, Start + (i+1)*Step); Before those due
+// before Start (overdue, when Start is now), After those due later. A
+// leased timer counts at its lease deadline.
+type Timeline struct {
+	Topic   string    `json:"topic"`
+	Start   time.Time `json:"start"`
+	Step    string    `json:"step"`
+	StepSec float64   `json:"step_sec"`
+	Before  int64     `json:"before"`
+	Counts  []int64   `json:"counts"`
+	After   int64     `json:"after"`
 }
 
 // DeadLetter is a timer that was given up on.

@@ -1,0 +1,514 @@
+// ontime dashboard: plain JavaScript, no dependencies, no build step.
+// It talks to the ontime HTTP API (docs/api.md) with the same bearer token
+// as the CLI, renders with DOM calls only (textContent, never innerHTML with
+// data: ids and bodies are untrusted), and refreshes the page in view every
+// REFRESH_MS while the tab is visible.
+'use strict';
+
+const REFRESH_MS = 2000;
+const API = (document.querySelector('meta[name="ontime-api"]').content || '/').replace(/\/?$/, '/');
+const TOKEN_KEY = 'ontime.token';
+
+// ---- HTTP ----
+
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message || code || ('HTTP ' + status));
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = {};
+  const tok = localStorage.getItem(TOKEN_KEY);
+  if (tok) headers.Authorization = 'Bearer ' + tok;
+  const init = {method, headers, cache: 'no-store'};
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(API + path.replace(/^\//, ''), init);
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+  if (r.status === 401) {
+    askToken();
+    throw new APIError(401, 'unauthorized', 'a token is needed');
+  }
+  if (!r.ok) {
+    const err = data && data.error ? data.error : {};
+    throw new APIError(r.status, err.code, err.message || text);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+const topicPath = (t) => 'v1/topics/' + enc(t);
+const timerPath = (t, id) => topicPath(t) + '/timers/' + enc(id);
+
+// ---- DOM helpers ----
+
+// h builds an element: h('a', {href: '#/'}, 'text', child, ...). Strings
+// become text nodes; attributes starting with "on" are listeners.
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === undefined || k === null || k === false) continue;
+    el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return el;
+}
+
+const svgNS = 'http://www.w3.org/2000/svg';
+function s(tag, attrs, ...kids) {
+  const el = document.createElementNS(svgNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  for (const k of kids) el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  return el;
+}
+
+function flash(msg, isError) {
+  const box = document.getElementById('flash');
+  const d = h('div', {class: isError ? 'error' : ''}, msg);
+  box.replaceChildren(d);
+  setTimeout(() => { if (d.parentNode) d.remove(); }, isError ? 8000 : 4000);
+}
+
+// ---- formatting ----
+
+function fmtTime(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace(/Z$/, ' UTC');
+}
+
+function fmtIn(iso) {
+  const ms = new Date(iso) - Date.now();
+  const a = Math.abs(ms);
+  let t;
+  if (a < 1000) t = Math.round(a) + ' ms';
+  else if (a < 90e3) t = Math.round(a / 1e3) + ' s';
+  else if (a < 90 * 60e3) t = Math.round(a / 60e3) + ' min';
+  else if (a < 36 * 3600e3) t = (a / 3600e3).toFixed(1) + ' h';
+  else t = (a / 86400e3).toFixed(1) + ' days';
+  return ms >= 0 ? 'in ' + t : t + ' ago';
+}
+
+function fmtMs(v) {
+  if (v === undefined || v === null) return '—';
+  if (v < 1) return v.toFixed(2) + ' ms';
+  if (v < 1000) return v.toFixed(1) + ' ms';
+  return (v / 1000).toFixed(2) + ' s';
+}
+
+function lateClass(ms) {
+  if (ms <= 10) return 'ok';
+  if (ms <= 1000) return 'warn';
+  return 'bad';
+}
+
+function fmtBody(o) {
+  if (o.body_base64 !== undefined && o.body_base64 !== null) return 'base64:' + o.body_base64;
+  if (o.body === undefined || o.body === null) return '';
+  if (typeof o.body === 'string') return o.body;
+  return JSON.stringify(o.body, null, 2);
+}
+
+function stateOf(t) {
+  return h('span', {class: 'pill ' + t.state}, t.state);
+}
+
+// ---- confirmation and token dialogs ----
+
+// confirmDialog shows a modal and resolves to true on OK. With word set,
+// OK stays disabled until the user types it (for "all" actions).
+function confirmDialog(title, body, okLabel, word) {
+  const dlg = document.getElementById('confirm');
+  document.getElementById('confirm-title').textContent = title;
+  document.getElementById('confirm-body').replaceChildren(...[].concat(body));
+  const ok = document.getElementById('confirm-ok');
+  ok.textContent = okLabel;
+  const typedP = document.getElementById('confirm-typed-p');
+  const typed = document.getElementById('confirm-typed');
+  typed.value = '';
+  typedP.hidden = !word;
+  ok.disabled = !!word;
+  if (word) {
+    document.getElementById('confirm-word').textContent = word;
+    typed.oninput = () => { ok.disabled = typed.value !== word; };
+  }
+  return new Promise((resolve) => {
+    // The close event of a dialog closed just before this one opened can
+    // still be on its way: it finds this dialog open and is ignored.
+    dlg.onclose = () => {
+      if (!dlg.open) resolve(dlg.returnValue === 'ok' && (!word || typed.value === word));
+    };
+    dlg.returnValue = '';
+    dlg.showModal();
+    (word ? typed : document.getElementById('confirm-cancel')).focus();
+  });
+}
+
+function askToken() {
+  const dlg = document.getElementById('login');
+  if (dlg.open) return;
+  document.getElementById('login-token').value = '';
+  dlg.onclose = () => {
+    if (dlg.open) return;
+    const v = document.getElementById('login-token').value.trim();
+    if (v) {
+      localStorage.setItem(TOKEN_KEY, v);
+      document.getElementById('logout').hidden = false;
+      route();
+    }
+  };
+  dlg.showModal();
+}
+
+// ---- pages ----
+
+// Each page is {load, draw}: load fetches (and is run again every
+// REFRESH_MS), draw builds the page from what load returned. A page keeps
+// its UI state (selection, chart scale) in its own object, so a refresh
+// does not lose it.
+
+let topicNames = [];
+
+const MAX_TOPIC_ROWS = 500;
+
+function topicsPage() {
+  const page = {filter: ''};
+  return Object.assign(page, {
+    async load() {
+      const [topics, stats] = await Promise.all([api('GET', 'v1/topics'), api('GET', 'v1/stats')]);
+      topicNames = topics.map((t) => t.topic);
+      return {topics, stats};
+    },
+    draw({topics, stats}) {
+      const lm = (t) => t.last_minute || null;
+      const f = page.filter.trim().toLowerCase();
+      const shown = topics.filter((t) => !f || t.topic.toLowerCase().includes(f));
+      const rows = shown.slice(0, MAX_TOPIC_ROWS).map((t) => {
+        const a = lm(t);
+        return h('tr', {'data-topic': t.topic},
+          h('td', {}, h('a', {href: '#/topic/' + enc(t.topic)}, t.topic)),
+          h('td', {class: 'num scheduled'}, t.scheduled),
+          h('td', {class: 'num leased'}, t.leased),
+          h('td', {class: 'num dead'}, t.dead > 0 ? h('a', {href: '#/topic/' + enc(t.topic) + '/dead', class: 'bad'}, t.dead) : '0'),
+          h('td', {class: 'num fired'}, a ? a.fired : '—'),
+          h('td', {class: 'num'}, a ? a.acked : '—'),
+          h('td', {class: 'num'}, a ? a.retried + a.dead_lettered : '—'),
+          h('td', {class: 'num p50'}, a && a.fired ? h('span', {class: lateClass(a.late_p50_ms)}, fmtMs(a.late_p50_ms)) : '—'),
+          h('td', {class: 'num p99'}, a && a.fired ? h('span', {class: lateClass(a.late_p99_ms)}, fmtMs(a.late_p99_ms)) : '—'),
+          h('td', {class: 'num max'}, a && a.fired ? h('span', {class: lateClass(a.late_max_ms)}, fmtMs(a.late_max_ms)) : '—'),
+          h('td', {class: 'num early'}, a ? h('span', {class: a.early > 0 ? 'bad' : 'ok'}, a.early) : '—'));
+      });
+      return [
+        h('h1', {}, 'Topics'),
+        h('div', {class: 'card stats'},
+          stat(stats.scheduled, 'scheduled'), stat(stats.leased, 'being delivered'), stat(stats.dead, 'dead letters'),
+          stat(stats.topics, 'topics'), stat(stats.delivered, 'delivered since start'), stat(stats.failed, 'failed attempts'),
+          stat(stats.workers, 'workers'), stat(stats.store, 'store')),
+        topics.length > 0 ? h('div', {class: 'toolbar'},
+          h('input', {id: 'filter', placeholder: 'filter topics', value: page.filter, 'aria-label': 'filter topics',
+            oninput: (e) => { page.filter = e.target.value; draw(); }}),
+          h('span', {class: 'muted', id: 'shown'}, shown.length + ' of ' + topics.length + ' topics' +
+            (shown.length > MAX_TOPIC_ROWS ? ', the first ' + MAX_TOPIC_ROWS + ' shown' : ''))) : null,
+        topics.length === 0
+          ? h('p', {class: 'muted'}, 'No topics yet. Schedule a timer: ', h('code', {}, 'ontime schedule reminders "call Bob" --in 90s'))
+          : h('table', {id: 'topics'},
+            h('thead', {}, h('tr', {},
+              h('th', {}, 'topic'), h('th', {class: 'num'}, 'scheduled'), h('th', {class: 'num'}, 'leased'),
+              h('th', {class: 'num'}, 'dead'), h('th', {class: 'num', title: 'deliveries in the last minute'}, 'fired/min'),
+              h('th', {class: 'num'}, 'acked'), h('th', {class: 'num', title: 'retried or dead-lettered'}, 'failed'),
+              h('th', {class: 'num', title: 'lateness, last minute'}, 'late p50'), h('th', {class: 'num'}, 'p99'),
+              h('th', {class: 'num'}, 'max'), h('th', {class: 'num', title: 'deliveries before their due time: always 0'}, 'early'))),
+            h('tbody', {}, rows)),
+        h('p', {class: 'muted'}, 'Last minute as this server saw it: deliveries, outcomes and how late timers fired (the store\'s clock at delivery minus the due time).'),
+      ];
+    },
+  });
+}
+
+function stat(v, label) {
+  return h('div', {class: 'stat'}, h('b', {}, v), h('span', {}, label));
+}
+
+const SCALES = {
+  '1m': {step: '1m', buckets: 60, label: 'next hour, per minute'},
+  '10m': {step: '10m', buckets: 72, label: 'next 12 hours, per 10 minutes'},
+  '1h': {step: '1h', buckets: 48, label: 'next 2 days, per hour'},
+  '1d': {step: '24h', buckets: 30, label: 'next 30 days, per day'},
+};
+
+function topicPage(topic) {
+  const page = {scale: '1m'};
+  page.load = async () => {
+    const sc = SCALES[page.scale];
+    const [topics, timeline, timers] = await Promise.all([
+      api('GET', 'v1/topics'),
+      api('GET', topicPath(topic) + '/timeline?step=' + sc.step + '&buckets=' + sc.buckets),
+      api('GET', topicPath(topic) + '/timers?limit=50'),
+    ]);
+    return {info: topics.find((t) => t.topic === topic) || {topic, scheduled: 0, leased: 0, dead: 0}, timeline, timers};
+  };
+  page.draw = ({info, timeline, timers}) => {
+    const a = info.last_minute;
+    const scaleSel = h('select', {id: 'scale', onchange: (e) => { page.scale = e.target.value; refresh(); }},
+      Object.entries(SCALES).map(([k, v]) => h('option', {value: k, selected: k === page.scale}, v.label)));
+    return [
+      h('h1', {}, topic, ' ', h('small', {}, h('a', {href: '#/topic/' + enc(topic) + '/dead'}, info.dead + ' dead letters'))),
+      h('div', {class: 'card stats'},
+        stat(info.scheduled, 'scheduled'), stat(info.leased, 'being delivered'), stat(info.dead, 'dead letters'),
+        stat(timeline.before, 'overdue'),
+        a ? stat(a.fired, 'fired, last minute') : null,
+        a && a.fired ? stat(fmtMs(a.late_p99_ms), 'p99 lateness') : null,
+        a ? stat(a.early, 'early') : null),
+      h('div', {class: 'card chart'},
+        h('div', {class: 'toolbar'}, h('b', {}, 'Upcoming'), scaleSel,
+          h('span', {class: 'muted'}, timeline.after + ' later, ' + timeline.before + ' overdue')),
+        chart(timeline)),
+      h('h2', {}, 'Next timers'),
+      timers.timers.length === 0 ? h('p', {class: 'muted', id: 'no-timers'}, 'No timers scheduled.') :
+        h('table', {id: 'timers'},
+          h('thead', {}, h('tr', {}, h('th', {}, 'id'), h('th', {}, 'due'), h('th', {}, ''), h('th', {}, 'state'),
+            h('th', {class: 'num'}, 'attempt'), h('th', {}, 'body'))),
+          h('tbody', {}, timers.timers.map((t) => h('tr', {'data-id': t.id},
+            h('td', {}, h('a', {href: '#/topic/' + enc(topic) + '/timer/' + enc(t.id)}, t.id)),
+            h('td', {}, fmtTime(t.due_at)), h('td', {class: 'muted'}, fmtIn(t.state === 'leased' ? t.lease_until : t.due_at)),
+            h('td', {}, stateOf(t)), h('td', {class: 'num'}, t.attempt),
+            h('td', {class: 'ellipsis'}, fmtBody(t)))))),
+      timers.next_cursor ? h('p', {class: 'muted'}, 'Showing the first 50; find a timer by id above.') : null,
+    ];
+  };
+  return page;
+}
+
+// chart draws the timeline as SVG bars, one per bucket.
+function chart(tl) {
+  const W = 1000, H = 170, top = 10, bottom = 22, left = 40;
+  const n = tl.counts.length;
+  const maxC = Math.max(1, ...tl.counts);
+  const bw = (W - left) / n;
+  const svg = s('svg', {viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'timers due per bucket', id: 'timeline'});
+  const y = (c) => top + (H - top - bottom) * (1 - c / maxC);
+  svg.append(s('line', {x1: left, x2: W, y1: H - bottom, y2: H - bottom}));
+  svg.append(s('text', {x: 2, y: top + 8}, String(maxC)));
+  svg.append(s('text', {x: 2, y: H - bottom}, '0'));
+  const start = new Date(tl.start).getTime();
+  const stepMs = tl.step_sec * 1000;
+  const every = Math.ceil(n / 8);
+  tl.counts.forEach((c, i) => {
+    const from = new Date(start + i * stepMs);
+    const label = stepMs >= 86400e3 ? from.toISOString().slice(5, 10) : from.toISOString().slice(11, 16);
+    if (c > 0) {
+      const r = s('rect', {class: 'bar', x: left + i * bw + 1, y: y(c), width: Math.max(1, bw - 2), height: H - bottom - y(c), 'data-count': c});
+      r.append(s('title', {}, `${c} due from ${from.toISOString().replace('T', ' ').slice(0, 16)} UTC`));
+      svg.append(r);
+    }
+    if (i % every === 0) svg.append(s('text', {x: left + i * bw, y: H - 6}, label));
+  });
+  return svg;
+}
+
+function timerPage(topic, id) {
+  return {
+    async load() {
+      try {
+        return {timer: await api('GET', timerPath(topic, id))};
+      } catch (e) {
+        if (e.status === 404) return {timer: null};
+        throw e;
+      }
+    },
+    draw({timer}) {
+      const back = h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + topic));
+      if (!timer) {
+        return [back, h('h1', {}, id),
+          h('p', {id: 'gone', class: 'card'}, 'This timer is not scheduled: it fired, was cancelled, or never existed. ',
+            h('a', {href: '#/topic/' + enc(topic) + '/dead'}, 'See the dead letters.'))];
+      }
+      const cancel = h('button', {id: 'cancel', class: 'danger', onclick: async () => {
+        if (!await confirmDialog('Cancel this timer?', h('p', {}, 'Timer ', h('code', {}, id), ' of ', h('code', {}, topic), ' will be deleted and never fire.'), 'Cancel timer')) return;
+        try {
+          await api('DELETE', timerPath(topic, id));
+          flash('Cancelled ' + id + '.');
+          location.hash = '#/topic/' + enc(topic);
+        } catch (e) { flash('Cancel failed: ' + e.message, true); }
+      }}, 'Cancel…');
+      const fire = h('button', {id: 'fire', class: 'primary', disabled: timer.state === 'leased', onclick: async () => {
+        try {
+          const r = await api('POST', timerPath(topic, id) + '/fire');
+          flash('Fired ' + id + ' (due ' + fmtTime(r.due_at) + ').');
+          refresh();
+        } catch (e) { flash('Fire now failed: ' + e.message, true); }
+      }}, 'Fire now');
+      const headers = Object.entries(timer.headers || {});
+      return [back, h('h1', {}, id, ' ', stateOf(timer)),
+        h('div', {class: 'actions'}, fire, cancel),
+        h('div', {class: 'card'}, h('dl', {id: 'timer'},
+          h('dt', {}, 'topic'), h('dd', {}, topic),
+          h('dt', {}, 'due'), h('dd', {}, fmtTime(timer.due_at), ' ', h('span', {class: 'muted'}, '(' + fmtIn(timer.due_at) + ')')),
+          h('dt', {}, 'state'), h('dd', {}, timer.state, timer.lease_until ? ' until ' + fmtTime(timer.lease_until) : ''),
+          h('dt', {}, 'attempt'), h('dd', {}, timer.attempt),
+          timer.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'bad'}, timer.last_error)] : null,
+          h('dt', {}, 'correlation id'), h('dd', {}, timer.correlation_id),
+          h('dt', {}, 'content type'), h('dd', {}, timer.content_type || '—'),
+          h('dt', {}, 'headers'), h('dd', {}, headers.length ? h('pre', {}, headers.map(([k, v]) => k + ': ' + v).join('\n')) : '—'),
+          h('dt', {}, 'body'), h('dd', {}, h('pre', {id: 'body'}, fmtBody(timer))))),
+      ];
+    },
+  };
+}
+
+function deadPage(topic) {
+  const page = {selected: new Set()};
+  page.load = async () => api('GET', topicPath(topic) + '/dead?limit=200');
+  page.draw = (pg) => {
+    const ids = pg.dead.map((d) => d.id);
+    for (const id of [...page.selected]) if (!ids.includes(id)) page.selected.delete(id);
+    const act = async (verb, all) => {
+      const sel = [...page.selected];
+      const what = all ? 'every dead letter of ' + topic : sel.length + ' dead letter' + (sel.length === 1 ? '' : 's');
+      const n = pg.next_cursor ? 'more than ' + ids.length : String(ids.length);
+      const body = all ? h('p', {}, 'Every dead letter of ' + topic + ' (' + n + ') will be ' + (verb === 'replay' ? 'scheduled again, due now.' : 'deleted for good.'))
+        : [h('p', {}, verb === 'replay' ? 'These will be scheduled again, due now:' : 'These will be deleted for good:'), h('pre', {}, sel.join('\n'))];
+      const ok = await confirmDialog((verb === 'replay' ? 'Replay ' : 'Purge ') + what + '?', body,
+        verb === 'replay' ? 'Replay' : 'Purge', all ? topic : undefined);
+      if (!ok) return;
+      try {
+        const r = await api('POST', topicPath(topic) + '/dead:' + verb, all ? {all: true} : {ids: sel});
+        page.selected.clear();
+        flash((verb === 'replay' ? 'Replayed ' : 'Purged ') + r.count + '.');
+        refresh();
+      } catch (e) { flash(verb + ' failed: ' + e.message, true); }
+    };
+    const none = page.selected.size === 0;
+    const checkAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'select all', checked: ids.length > 0 && page.selected.size === ids.length,
+      onchange: (e) => { if (e.target.checked) ids.forEach((i) => page.selected.add(i)); else page.selected.clear(); draw(); }});
+    return [
+      h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + topic)),
+      h('h1', {}, 'Dead letters ', h('small', {}, topic)),
+      h('div', {class: 'actions'},
+        h('button', {id: 'replay', class: 'primary', disabled: none, onclick: () => act('replay', false)}, 'Replay selected'),
+        h('button', {id: 'purge', class: 'danger', disabled: none, onclick: () => act('purge', false)}, 'Purge selected'),
+        h('span', {class: 'muted'}, page.selected.size + ' selected'),
+        h('button', {id: 'replay-all', disabled: ids.length === 0, onclick: () => act('replay', true)}, 'Replay all…'),
+        h('button', {id: 'purge-all', disabled: ids.length === 0, onclick: () => act('purge', true)}, 'Purge all…')),
+      pg.dead.length === 0 ? h('p', {class: 'muted', id: 'no-dead'}, 'No dead letters.') :
+        h('table', {id: 'dead'},
+          h('thead', {}, h('tr', {}, h('th', {}, checkAll), h('th', {}, 'id'), h('th', {}, 'died'), h('th', {}, 'reason'),
+            h('th', {class: 'num'}, 'attempts'), h('th', {}, 'error'), h('th', {}, 'body'))),
+          h('tbody', {}, pg.dead.map((d) => h('tr', {'data-id': d.id},
+            h('td', {}, h('input', {type: 'checkbox', 'aria-label': 'select ' + d.id, checked: page.selected.has(d.id),
+              onchange: (e) => { if (e.target.checked) page.selected.add(d.id); else page.selected.delete(d.id); draw(); }})),
+            h('td', {}, d.id), h('td', {}, fmtTime(d.died_at)), h('td', {}, h('span', {class: 'pill dead'}, d.reason)),
+            h('td', {class: 'num'}, d.attempt), h('td', {class: 'bad error'}, d.last_error || ''),
+            h('td', {class: 'ellipsis'}, fmtBody(d)))))),
+      pg.next_cursor ? h('p', {class: 'muted'}, 'Showing the oldest 200.') : null,
+    ];
+  };
+  return page;
+}
+
+// ---- router and refresh loop ----
+
+let current = null; // {key, page, data}
+let timer = 0;
+let seq = 0;
+
+function parseHash() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  if (parts[0] === 'topic' && parts[1]) {
+    if (parts[2] === 'timer' && parts.length >= 4) return {key: location.hash, make: () => timerPage(parts[1], parts.slice(3).join('/'))};
+    if (parts[2] === 'dead') return {key: location.hash, make: () => deadPage(parts[1])};
+    return {key: location.hash, make: () => topicPage(parts[1])};
+  }
+  return {key: '#/', make: topicsPage};
+}
+
+function draw() {
+  if (!current || !current.data) return;
+  const main = document.getElementById('main');
+  const y = window.scrollY;
+  // Keep the focus (and the caret of a text field) across the redraw.
+  const active = document.activeElement;
+  const focusID = active && main.contains(active) ? active.id : '';
+  const caret = focusID && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
+  main.replaceChildren(...[].concat(current.page.draw(current.data)).filter(Boolean));
+  window.scrollTo(0, y);
+  const again = focusID && document.getElementById(focusID);
+  if (again) {
+    again.focus();
+    if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]);
+  }
+}
+
+async function refresh() {
+  clearTimeout(timer);
+  const my = ++seq;
+  const live = document.getElementById('live');
+  if (current && !document.hidden && !document.getElementById('confirm').open && !document.getElementById('login').open) {
+    try {
+      const data = await current.page.load();
+      if (my !== seq) return;
+      current.data = data;
+      draw();
+      live.className = 'live';
+      live.textContent = 'live · ' + new Date().toLocaleTimeString();
+    } catch (e) {
+      if (my !== seq) return;
+      live.className = 'live stale';
+      live.textContent = 'offline';
+      if (e.status !== 401 && !current.data) {
+        document.getElementById('main').replaceChildren(h('p', {class: 'bad'}, 'Cannot load: ' + e.message));
+      }
+    }
+  }
+  if (my === seq) timer = setTimeout(refresh, REFRESH_MS);
+}
+
+function route() {
+  const r = parseHash();
+  if (!current || current.key !== r.key) {
+    current = {key: r.key, page: r.make(), data: null};
+    document.getElementById('main').replaceChildren(h('p', {class: 'muted'}, 'Loading…'));
+  }
+  refresh();
+}
+
+function init() {
+  document.getElementById('logout').hidden = !localStorage.getItem(TOKEN_KEY);
+  document.getElementById('logout').onclick = () => {
+    localStorage.removeItem(TOKEN_KEY);
+    document.getElementById('logout').hidden = true;
+    route();
+  };
+  document.getElementById('search').onsubmit = (e) => {
+    e.preventDefault();
+    const topic = document.getElementById('search-topic').value.trim();
+    const id = document.getElementById('search-id').value.trim();
+    if (!topic) { flash('Give the topic of the timer (ids are per topic).', true); return; }
+    location.hash = id ? '#/topic/' + enc(topic) + '/timer/' + enc(id) : '#/topic/' + enc(topic);
+  };
+  document.getElementById('search-topic').onfocus = () => {
+    document.getElementById('topic-names').replaceChildren(...topicNames.map((t) => h('option', {value: t})));
+  };
+  const cur = parseHash();
+  if (cur.key.startsWith('#/topic/')) {
+    const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+    document.getElementById('search-topic').value = parts[1];
+  }
+  window.addEventListener('hashchange', route);
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(); });
+  route();
+}
+
+init();
