@@ -21,9 +21,9 @@ func TestDeliversEveryRecordNeverEarly(t *testing.T) {
 		case 0:
 			return start.Add(-time.Duration(rng.IntN(1000)) * time.Millisecond) // already due
 		case 1:
-			return start.Add(2*time.Second + time.Duration(rng.IntN(4000))*time.Millisecond) // past the largest bucket
+			return time.Now().Add(2*time.Second + time.Duration(rng.IntN(4000))*time.Millisecond) // past the largest bucket
 		}
-		return start.Add(time.Duration(rng.IntN(2500)) * time.Millisecond)
+		return time.Now().Add(time.Duration(rng.IntN(2500)) * time.Millisecond)
 	})
 	t.Logf("published %d records in %v", n, time.Since(start).Round(time.Millisecond))
 	s.waitFor(t, 90*time.Second, "every record", func(s *sink) bool { return len(s.got) >= n })

@@ -69,21 +69,39 @@ func TestProduceFailuresRetried(t *testing.T) {
 		cfg.Observer = obs
 		cfg.RetryMin, cfg.RetryMax = 20*time.Millisecond, 200*time.Millisecond
 	})
+	// Records are due from 3 s on; the fault is installed once they are
+	// published (the test's own producer must not meet it), before most
+	// are due: every produce to "orders" fails until it is removed.
 	const n = 6000
-	start := time.Now()
 	rng := rand.New(rand.NewPCG(7, 8))
 	pub := publishMany(t, c, n, func(int) time.Time {
-		return start.Add(200*time.Millisecond + time.Duration(rng.IntN(3000))*time.Millisecond)
+		return time.Now().Add(3*time.Second + time.Duration(rng.IntN(3000))*time.Millisecond)
 	})
-
-	time.Sleep(500 * time.Millisecond)
 	fault := c.Fault(kfake.Fault{
 		Keys:  []kmsg.Key{kmsg.Produce},
 		Topic: "orders",
 		Err:   kerr.UnknownServerError,
 		Count: -1,
 	})
-	// While the fault lasts, check the commit invariant continuously.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := fault.Wait(ctx, 1); err != nil {
+		t.Fatalf("no produce to orders reached the fault: %v", err)
+	}
+	for {
+		obs.mu.Lock()
+		seen := obs.errors
+		obs.mu.Unlock()
+		if seen > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the fault answered produce requests but the republisher saw no produce error")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// For 1.5 s after the first failure, check the commit invariant
+	// continuously.
 	violations := 0
 	paused := false
 	until := time.Now().Add(1500 * time.Millisecond)

@@ -122,7 +122,10 @@ func (c *cluster) republisher(t testing.TB, mod func(*kafkadelay.Config), opts .
 	if mod != nil {
 		mod(&cfg)
 	}
-	opts = append([]kgo.Opt{kgo.SeedBrokers(c.addrs...)}, opts...)
+	// A short heartbeat interval: members learn of a rebalance within
+	// 250ms instead of franz-go's default 3s (a rebalance takes two rounds
+	// with the cooperative balancer).
+	opts = append([]kgo.Opt{kgo.SeedBrokers(c.addrs...), kgo.HeartbeatInterval(250 * time.Millisecond)}, opts...)
 	r, err := kafkadelay.NewRepublisher(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +237,10 @@ type published struct {
 }
 
 // publishMany publishes n records, due at due(i), to the destinations in
-// turn, producing asynchronously through Producer.Route.
+// turn, producing asynchronously through Producer.Route. due is called
+// right before each record is routed, so a due instant taken from
+// time.Now() is a delay from that record's own publish (on a loaded
+// machine, publishing thousands of records can take seconds).
 func publishMany(t testing.TB, c *cluster, n int, due func(i int) time.Time) map[string]published {
 	t.Helper()
 	cl := c.client(t)

@@ -29,10 +29,9 @@ func TestRepublisherKilled(t *testing.T) {
 	c := newCluster(t)
 	s := c.sink(t)
 	const n = 10000
-	start := time.Now()
 	rng := rand.New(rand.NewPCG(5, 6))
 	pub := publishMany(t, c, n, func(int) time.Time {
-		return start.Add(300*time.Millisecond + time.Duration(rng.IntN(4000))*time.Millisecond)
+		return time.Now().Add(300*time.Millisecond + time.Duration(rng.IntN(4000))*time.Millisecond)
 	})
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -29,7 +29,7 @@ func TestSoakChurnAndFaults(t *testing.T) {
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(11, 12))
 	pub := publishMany(t, c, n, func(int) time.Time {
-		return start.Add(time.Duration(rng.IntN(20000)) * time.Millisecond)
+		return time.Now().Add(time.Duration(rng.IntN(20000)) * time.Millisecond)
 	})
 	faults := 0
 	var guests []*runner
