@@ -19,24 +19,27 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/ontimeprom"
 )
 
 // serveFlags maps flag names to config keys.
 var serveFlags = map[string]string{
-	"listen":             "listen",
-	"data-dir":           "data_dir",
-	"redis":              "redis",
-	"redis-layout":       "redis_layout",
-	"redis-prefix":       "redis_prefix",
-	"max-body-bytes":     "max_body_bytes",
-	"read-timeout":       "read_timeout",
-	"max-inflight-bytes": "max_inflight_bytes",
-	"tokens":             "tokens",
-	"serve-topics":       "serve_topics",
-	"discover-interval":  "discover_interval",
-	"shutdown-timeout":   "shutdown_timeout",
-	"log-level":          "log_level",
-	"log-format":         "log_format",
+	"listen":                  "listen",
+	"data-dir":                "data_dir",
+	"redis":                   "redis",
+	"redis-layout":            "redis_layout",
+	"redis-prefix":            "redis_prefix",
+	"max-body-bytes":          "max_body_bytes",
+	"read-timeout":            "read_timeout",
+	"max-inflight-bytes":      "max_inflight_bytes",
+	"tokens":                  "tokens",
+	"serve-topics":            "serve_topics",
+	"discover-interval":       "discover_interval",
+	"shutdown-timeout":        "shutdown_timeout",
+	"metrics-sample-interval": "metrics_sample_interval",
+	"metrics-max-topics":      "metrics_max_topics",
+	"log-level":               "log_level",
+	"log-format":              "log_format",
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -70,6 +73,8 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
 	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
+	f.Duration("metrics-sample-interval", config.DefaultMetricsSample, "how often /metrics counts the timers of every topic (env ONTIME_METRICS_SAMPLE_INTERVAL)")
+	f.Int("metrics-max-topics", config.DefaultMetricsTopics, `topic labels /metrics hands out before counting topics under "(other)"; negative: no cap (env ONTIME_METRICS_MAX_TOPICS)`)
 	f.String("log-level", "info", "debug, info, warn or error (env ONTIME_LOG_LEVEL)")
 	f.String("log-format", "text", "text or json (env ONTIME_LOG_FORMAT)")
 	return cmd
@@ -149,11 +154,18 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		log.Warn("the store is not reachable yet; /readyz reports it", "err", err)
 	}
 	cancel()
-	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes)})
+	reg, metrics, err := newMetrics(cfg)
 	if err != nil {
 		return err
 	}
-	disp, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor})
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{metrics}})
+	if err != nil {
+		return err
+	}
+	disp, err := delivery.New(delivery.Options{
+		Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor,
+		WatchWorker: func(w *ontime.Worker) func() { return metrics.WatchWorker(w) },
+	})
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
@@ -167,12 +179,20 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		Client: client, Dispatcher: disp, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
 		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
+		Metrics: metricsHandler(reg, log),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: err}
 	}
 	srv := server.NewHTTPServer(api, log)
+	sampleCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		metrics.RunSampler(sampleCtx, st.Driver, &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D()})
+	}()
+	defer func() { stopSampler(); <-sampled }() // before the store closes
 	disp.Start()
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {
