@@ -86,15 +86,17 @@ type Metrics struct {
 
 	published, publishFailed, fired, early *prometheus.CounterVec
 	deliveries, deadLetters                *prometheus.CounterVec
-	inFlight                               *prometheus.GaugeVec
 	lateness, handler                      *prometheus.HistogramVec
 	storeDur                               *prometheus.HistogramVec
 	storeErr                               *prometheus.CounterVec
 
-	// topics maps a topic to its metrics (a *topicMetrics); several
-	// topics share the OtherTopic one. cached counts its entries.
+	// topics maps a topic to its metrics (a *topicEntry); several
+	// topics share the OtherTopic one. cached counts its entries. last is
+	// the topic looked up last: a worker's events come in runs of one
+	// topic, and comparing a string is cheaper than hashing it.
 	topics sync.Map
 	cached atomic.Int64
+	last   atomic.Pointer[topicEntry]
 	// mu guards labels, the label values handed out.
 	mu     sync.Mutex
 	labels map[string]*topicMetrics
@@ -111,8 +113,15 @@ type topicMetrics struct {
 	published, publishFailed, fired, early prometheus.Counter
 	outcomes                               [int(ontime.OutcomeReleased) + 1]prometheus.Counter
 	dead                                   map[string]prometheus.Counter // by reason
-	inFlight                               prometheus.Gauge
 	lateness, handler                      prometheus.Observer
+	// inFlight is exported by the inFlight collector: an integer add is
+	// cheaper than a Gauge's compare-and-swap loop on a float.
+	inFlight atomic.Int64
+}
+
+type topicEntry struct {
+	topic string
+	tm    *topicMetrics
 }
 
 type storeMetrics struct {
@@ -181,9 +190,6 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 		early:         counter("fired_early_total", "Deliveries that started before the timer's due instant, by the store's clock. Must stay 0.", topic...),
 		deliveries:    counter("deliveries_total", "Deliveries ended, by outcome: acked, retried, snoozed, rejected, dead_lettered, lease_lost, released.", "topic", "outcome"),
 		deadLetters:   counter("dead_letters_total", "Timers moved to the dead letters, by reason: max_attempts, rejected, undecodable, other.", "topic", "reason"),
-		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "ontime", Name: "deliveries_in_flight", Help: "Deliveries started and not ended yet.",
-		}, topic),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "ontime", Name: "lateness_seconds", Buckets: o.LatenessBuckets,
 			Help: "How late deliveries start: the store's clock at claim minus the due instant.",
@@ -204,7 +210,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 		m.stores[op] = &storeMetrics{dur: m.storeDur.WithLabelValues(op), err: m.storeErr.WithLabelValues(op)}
 	}
 	cs := []prometheus.Collector{
-		m.published, m.publishFailed, m.fired, m.early, m.deliveries, m.deadLetters, m.inFlight,
+		m.published, m.publishFailed, m.fired, m.early, m.deliveries, m.deadLetters, (*inFlight)(m),
 		m.lateness, m.handler, m.storeDur, m.storeErr, m.sampled, m.workers,
 	}
 	for i, c := range cs {
@@ -240,8 +246,13 @@ func (m *Metrics) labelLocked(topic string) string {
 
 // topic returns the metrics of a full topic.
 func (m *Metrics) topic(topic string) *topicMetrics {
-	if tm, ok := m.topics.Load(topic); ok {
-		return tm.(*topicMetrics)
+	if e := m.last.Load(); e != nil && e.topic == topic {
+		return e.tm
+	}
+	if e, ok := m.topics.Load(topic); ok {
+		e := e.(*topicEntry)
+		m.last.Store(e)
+		return e.tm
 	}
 	m.mu.Lock()
 	l := m.labelLocked(topic)
@@ -252,7 +263,7 @@ func (m *Metrics) topic(topic string) *topicMetrics {
 	}
 	m.mu.Unlock()
 	if m.cached.Load() < maxCached {
-		if _, loaded := m.topics.LoadOrStore(topic, tm); !loaded {
+		if _, loaded := m.topics.LoadOrStore(topic, &topicEntry{topic, tm}); !loaded {
 			m.cached.Add(1)
 		}
 	}
@@ -267,7 +278,6 @@ func (m *Metrics) newTopic(l string) *topicMetrics {
 		publishFailed: m.publishFailed.WithLabelValues(l),
 		fired:         m.fired.WithLabelValues(l),
 		early:         m.early.WithLabelValues(l),
-		inFlight:      m.inFlight.WithLabelValues(l),
 		lateness:      m.lateness.WithLabelValues(l),
 		handler:       m.handler.WithLabelValues(l),
 		dead:          make(map[string]prometheus.Counter, len(deadReasons)),
@@ -319,7 +329,7 @@ func (m *Metrics) AfterPublish(_ context.Context, p *ontime.PublishEvent) {
 func (m *Metrics) DeliveryStart(ctx context.Context, d *ontime.Delivery) context.Context {
 	tm := m.topic(d.Topic)
 	tm.fired.Inc()
-	tm.inFlight.Inc()
+	tm.inFlight.Add(1)
 	late := d.FiredAt.Sub(d.Due)
 	if late < 0 {
 		tm.early.Inc()
@@ -332,7 +342,7 @@ func (m *Metrics) DeliveryStart(ctx context.Context, d *ontime.Delivery) context
 // DeliveryEnd counts a delivery's outcome and the handler's duration.
 func (m *Metrics) DeliveryEnd(_ context.Context, d *ontime.Delivery, r ontime.DeliveryResult) {
 	tm := m.topic(d.Topic)
-	tm.inFlight.Dec()
+	tm.inFlight.Add(-1)
 	if r.Outcome >= ontime.OutcomeAcked && r.Outcome <= ontime.OutcomeReleased {
 		tm.outcomes[r.Outcome].Inc()
 	}
@@ -370,6 +380,23 @@ func isFailure(err error) bool {
 		return false
 	}
 	return true
+}
+
+// inFlight exports each topic label's deliveries in flight.
+type inFlight Metrics
+
+var inFlightDesc = prometheus.NewDesc("ontime_deliveries_in_flight", "Deliveries started and not ended yet.", []string{"topic"}, nil)
+
+// Describe implements prometheus.Collector.
+func (c *inFlight) Describe(ch chan<- *prometheus.Desc) { ch <- inFlightDesc }
+
+// Collect implements prometheus.Collector.
+func (c *inFlight) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l, tm := range c.labels {
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(tm.inFlight.Load()), l)
+	}
 }
 
 // Interface checks.
