@@ -190,7 +190,17 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		metrics.RunSampler(sampleCtx, st.Driver, &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D()})
+		// The topics it delivers: listed and filtered with serve_topics;
+		// with none, the configured ones by name, so that the compat
+		// layout's keyspace is never scanned (as discovery does not).
+		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves}
+		if len(cfg.ServeTopics) == 0 {
+			if len(topics) == 0 {
+				return
+			}
+			so.Topics, so.Filter = topics, nil
+		}
+		metrics.RunSampler(sampleCtx, st.Driver, so)
 	}()
 	defer func() { stopSampler(); <-sampled }() // before the store closes
 	disp.Start()

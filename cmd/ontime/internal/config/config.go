@@ -86,8 +86,8 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop. Default 15s.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
 	// MetricsSampleInterval is how often the server counts the timers of
-	// every topic for the ontime_timers gauges of /metrics (one count per
-	// topic; never per scrape). Default 15s.
+	// every topic it delivers for the ontime_timers gauges of /metrics
+	// (one count per topic; never per scrape). Default 15s.
 	MetricsSampleInterval Duration `toml:"metrics_sample_interval"`
 	// MetricsMaxTopics caps the topic label values of /metrics: topics
 	// seen after that many are counted under topic="(other)"
