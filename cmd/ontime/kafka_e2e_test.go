@@ -180,6 +180,7 @@ bootstrap_servers = ["` + brokers + `"]
 		}
 	}
 	checkObservabilityDoc(t, mfs)
+	checkDashboard(t, mfs, filepath.Join("..", "..", "docs", "grafana-kafka-dashboard.json"))
 	if code := rep.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("republish exited %d after SIGTERM; stderr:\n%s", code, rep.stderr())
 	}
