@@ -32,8 +32,9 @@ type Config struct {
 	// Hooks observe and extend the Client and the Workers built from it,
 	// so that a module (metrics, tracing, audit) can be plugged in without
 	// the library importing it. Each value implements one or more of
-	// [BeforePublishHook], [AfterPublishHook], [DeliveryStartHook] and
-	// [DeliveryEndHook]; NewClient refuses a value that implements none.
+	// [BeforePublishHook], [AfterPublishHook], [DeliveryStartHook],
+	// [DeliveryEndHook] and [StoreCallHook]; NewClient refuses a value
+	// that implements none.
 	// Hooks run on the calling goroutine (the publisher's, the handler's):
 	// keep them fast and never block in them. A delivery hook's panic is
 	// logged and the delivery goes on (the hooks after it in that call are
@@ -46,7 +47,8 @@ type Config struct {
 // Client publishes, cancels and inspects timers on one store. It is safe
 // for concurrent use. Workers are built from a Client with NewWorker.
 type Client struct {
-	drv     ontimedriver.Driver
+	drv     ontimedriver.Driver // orig, or orig wrapped for StoreCallHooks
+	orig    ontimedriver.Driver
 	prefix  string
 	log     *slog.Logger
 	maxBody int
@@ -81,8 +83,13 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 		return nil, fmt.Errorf("NewClient: %w", err)
 	}
 	lp, ok := d.(ontimedriver.LegacyPayloads)
+	drv := d
+	if len(hooks.store) > 0 {
+		drv = &observedDriver{Driver: d, hooks: hooks.store, log: c.Logger}
+	}
 	return &Client{
-		drv:     d,
+		drv:     drv,
+		orig:    d,
 		prefix:  c.Prefix,
 		log:     c.Logger,
 		maxBody: c.MaxBodyBytes,
@@ -92,7 +99,7 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 }
 
 // Driver returns the store the Client was built on.
-func (c *Client) Driver() ontimedriver.Driver { return c.drv }
+func (c *Client) Driver() ontimedriver.Driver { return c.orig }
 
 // fullTopic applies the client prefix and validates the result.
 func (c *Client) fullTopic(topic string) (string, error) {

@@ -78,8 +78,10 @@
 // [DeliveryStartHook] gives the handler's context (a span from those
 // headers), and a [DeliveryEndHook] gets every delivery's [Delivery] (topic,
 // id, attempt, due and fire instants, headers) and [DeliveryResult] (the
-// [Outcome], the error, the handler's duration). Metrics and tracing modules
-// are built on them.
+// [Outcome], the error, the handler's duration); a [StoreCallHook] is told
+// of every store call (its op, topic, duration and error). Metrics and
+// tracing modules are built on them: ontimeprom (Prometheus) and ontimeotel
+// (OpenTelemetry), each in its own module.
 //
 // [Worker.Health] tells whether the store answers (Healthy, with the error
 // and the time it last changed) and whether wake-up notifications are

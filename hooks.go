@@ -206,6 +206,7 @@ type hookSet struct {
 	afterPublish  []AfterPublishHook
 	start         []DeliveryStartHook
 	end           []DeliveryEndHook
+	store         []StoreCallHook
 }
 
 func newHookSet(hooks []any) (hookSet, error) {
@@ -228,8 +229,12 @@ func newHookSet(hooks []any) (hookSet, error) {
 			s.end = append(s.end, x)
 			n++
 		}
+		if x, ok := h.(StoreCallHook); ok {
+			s.store = append(s.store, x)
+			n++
+		}
 		if n == 0 {
-			return s, invalidf("Config.Hooks[%d] (%T) implements none of BeforePublishHook, AfterPublishHook, DeliveryStartHook, DeliveryEndHook", i, h)
+			return s, invalidf("Config.Hooks[%d] (%T) implements none of BeforePublishHook, AfterPublishHook, DeliveryStartHook, DeliveryEndHook, StoreCallHook", i, h)
 		}
 	}
 	return s, nil

@@ -91,15 +91,6 @@ func TestRebalanceMidRun(t *testing.T) {
 	r1.stop(t)
 }
 
-func owned(r *kafkadelay.Republisher) (n int) {
-	for _, st := range r.Stats() {
-		if st.Owned {
-			n++
-		}
-	}
-	return n
-}
-
 // sumMoved counts the records a republisher released or rerouted: one
 // that owns only the larger buckets releases nothing.
 func sumMoved(r *kafkadelay.Republisher) (n int64) {

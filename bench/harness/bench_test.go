@@ -23,6 +23,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
+	"github.com/ontime-go/ontime/ontimeprom"
 )
 
 func TestMain(m *testing.M) {
@@ -114,49 +119,111 @@ func BenchmarkE2E(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			e := benchEnv(b)
 			spec, sys := openSpec(b, e, name)
-			flush(b, e)
-			ctx := context.Background()
-			n := b.N
-			q := queueName(name, "gobench")
-			t := newTracker(n)
-			ts := make([]timer, n)
-			for i := range ts {
-				ts[i] = timer{body: t.body(time.Time{}, i, e.cfg.BodySize)}
-			}
-			stop, err := sys.work(ctx, q, e.cfg.W, t.handle)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer stop(ctx)
-			time.Sleep(200 * time.Millisecond)
-			batch := 1
-			if spec.Batch {
-				batch = e.cfg.Batch
-			}
-			rt0 := sys.roundTrips()
-			var prof profSnap
-			if profileHookOn() {
-				prof = takeProfSnap(ctx, e)
-			}
-			b.ResetTimer()
-			start := time.Now()
-			if _, err := publishAll(ctx, sys, q, ts, batch, e.cfg.Publishers); err != nil {
-				b.Fatal(err)
-			}
-			end, calls, err := waitDone(ctx, sys, q, t)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			if profileHookOn() {
-				prof.report(ctx, b, e, n)
-			}
-			b.ReportMetric(rate(n, end.Sub(start)), "timers/s")
-			b.ReportMetric(float64(sys.roundTrips()-rt0)/float64(n), "roundtrips/timer")
-			b.ReportMetric(float64(t.total.Load()-int64(n)), "redelivered")
-			_ = calls
+			runE2E(b, e, name, spec, sys)
 		})
 	}
+}
+
+// runE2E is one run of BenchmarkE2E on an opened system.
+func runE2E(b *testing.B, e *env, name string, spec sysSpec, sys system) {
+	flush(b, e)
+	ctx := context.Background()
+	n := b.N
+	q := queueName(name, "gobench")
+	t := newTracker(n)
+	ts := make([]timer, n)
+	for i := range ts {
+		ts[i] = timer{body: t.body(time.Time{}, i, e.cfg.BodySize)}
+	}
+	stop, err := sys.work(ctx, q, e.cfg.W, t.handle)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop(ctx)
+	time.Sleep(200 * time.Millisecond)
+	batch := 1
+	if spec.Batch {
+		batch = e.cfg.Batch
+	}
+	rt0 := sys.roundTrips()
+	var prof profSnap
+	if profileHookOn() {
+		prof = takeProfSnap(ctx, e)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	if _, err := publishAll(ctx, sys, q, ts, batch, e.cfg.Publishers); err != nil {
+		b.Fatal(err)
+	}
+	end, calls, err := waitDone(ctx, sys, q, t)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if profileHookOn() {
+		prof.report(ctx, b, e, n)
+	}
+	b.ReportMetric(rate(n, end.Sub(start)), "timers/s")
+	b.ReportMetric(float64(sys.roundTrips()-rt0)/float64(n), "roundtrips/timer")
+	b.ReportMetric(float64(t.total.Load()-int64(n)), "redelivered")
+	_ = calls
+}
+
+// BenchmarkE2EMetrics is BenchmarkE2E's ontime run (native layout) without
+// and with the Prometheus metrics (ontimeprom: every hook, the store call
+// timing included, a watched worker and a running sampler), to measure
+// what the metrics cost (docs/observability.md):
+//
+//	cd bench
+//	go test -run '^$' -bench E2EMetrics -benchtime 100000x -count 5 ./harness
+func BenchmarkE2EMetrics(b *testing.B) {
+	for _, metrics := range []bool{false, true} {
+		name := "off"
+		if metrics {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := benchEnv(b)
+			var hooks []any
+			if metrics {
+				reg := prometheus.NewRegistry()
+				m, err := ontimeprom.New(reg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hooks = []any{m}
+				b.Cleanup(func() {
+					if n := fired(b, reg); n < float64(b.N) {
+						b.Errorf("ontime_fired_total %v, want at least %d: the metrics saw less than the run", n, b.N)
+					}
+				})
+			}
+			sys, err := openOntimeWith(e, ontimeredis.Native, hooks)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(sys.close)
+			spec := sysSpec{Name: "ontime", Batch: true}
+			runE2E(b, e, "ontime", spec, sys)
+		})
+	}
+}
+
+// fired sums ontime_fired_total in reg.
+func fired(tb testing.TB, reg prometheus.Gatherer) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "ontime_fired_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 // rawZADD is redis-benchmark's rate measured by BenchmarkPublishBatch, for

@@ -11,6 +11,7 @@ import (
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
+	"github.com/ontime-go/ontime/ontimeprom"
 )
 
 // ontimeSystem drives ontime on the harness's Redis with the ontimeredis
@@ -26,6 +27,14 @@ type ontimeSystem struct {
 	layout ontimeredis.Layout
 	prefix string
 	lease  time.Duration // 0: the default
+	hooks  []any         // the Client's
+}
+
+// workerWatcher is a hook that also watches workers' health and counts
+// the store (ontimeprom.Metrics).
+type workerWatcher interface {
+	WatchWorker(ontimeprom.HealthReporter) func()
+	RunSampler(context.Context, ontimedriver.Driver, *ontimeprom.SampleOptions)
 }
 
 func (s *ontimeSystem) setLease(d time.Duration) { s.lease = d }
@@ -53,6 +62,12 @@ func ontimeSpecs(Config) []sysSpec {
 }
 
 func openOntime(e *env, layout ontimeredis.Layout) (*ontimeSystem, error) {
+	return openOntimeWith(e, layout, nil)
+}
+
+// openOntimeWith opens ontime with hooks on its Client (and, for a hook
+// that watches workers, its Worker: see work).
+func openOntimeWith(e *env, layout ontimeredis.Layout, hooks []any) (*ontimeSystem, error) {
 	s := &ontimeSystem{layout: layout, prefix: ontimeBenchPrefix}
 	s.rdb = e.newRedis(&s.rt, 64)
 	s.admin = e.newRedis(nil, 4)
@@ -76,7 +91,8 @@ func openOntime(e *env, layout ontimeredis.Layout) (*ontimeSystem, error) {
 		s.close()
 		return nil, err
 	}
-	if s.client, err = ontime.NewClient(s.drv, &ontime.Config{Logger: quietSlog()}); err != nil {
+	s.hooks = hooks
+	if s.client, err = ontime.NewClient(s.drv, &ontime.Config{Logger: quietSlog(), Hooks: hooks}); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -124,6 +140,15 @@ func (s *ontimeSystem) work(_ context.Context, queue string, w int, h func([]byt
 	if err != nil {
 		return nil, err
 	}
+	var unwatch []func()
+	sctx, stopSampling := context.WithCancel(context.Background())
+	sampled := make(chan struct{}, len(s.hooks))
+	for _, h := range s.hooks {
+		if ww, ok := h.(workerWatcher); ok {
+			unwatch = append(unwatch, ww.WatchWorker(wk))
+			go func() { defer func() { sampled <- struct{}{} }(); ww.RunSampler(sctx, s.drv, nil) }()
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- wk.Run(context.Background()) }()
 	return func(ctx context.Context) {
@@ -131,6 +156,13 @@ func (s *ontimeSystem) work(_ context.Context, queue string, w int, h func([]byt
 		defer cancel()
 		_ = wk.Stop(sctx)
 		<-done
+		stopSampling()
+		for range unwatch {
+			<-sampled
+		}
+		for _, u := range unwatch {
+			u()
+		}
 	}, nil
 }
 

@@ -85,6 +85,7 @@ func TestE2E(t *testing.T) {
 			t.Run("bad_input", func(t *testing.T) { t.Parallel(); testBadInput(t, b) })
 			t.Run("auth", func(t *testing.T) { t.Parallel(); testAuth(t, b) })
 			t.Run("watch_reconnect", func(t *testing.T) { t.Parallel(); testWatchReconnect(t, b) })
+			t.Run("metrics", func(t *testing.T) { t.Parallel(); testMetrics(t, b) })
 			if b.aux != nil {
 				t.Run("redis_stream", func(t *testing.T) { t.Parallel(); testRedisStream(t, b) })
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,8 +63,13 @@ bootstrap_servers = ["` + brokers + `"]
 	if got := dev.lines()[0].text; !strings.Contains(got, "listening on "+brokers) {
 		t.Fatalf("dev-kafka printed %q", got)
 	}
-	rep := start(t, nil, "republish", "--config", cfgPath)
+	rep := start(t, nil, "republish", "--config", cfgPath, "--metrics-listen", "127.0.0.1:0")
 	rep.waitStderr(30*time.Second, "partitions assigned")
+	m := regexp.MustCompile(`msg="serving metrics" addr=(\S+)`).FindStringSubmatch(rep.stderr())
+	if m == nil {
+		t.Fatalf("republish logged no metrics address:\n%s", rep.stderr())
+	}
+	metricsURL := "http://" + m[1] + "/metrics"
 
 	// kcat reads the destination from the start; each line is read with
 	// the instant it arrived.
@@ -145,6 +151,36 @@ bootstrap_servers = ["` + brokers + `"]
 	t.Logf("k1 read by kcat %v after its due instant", l1.at.Sub(due))
 
 	rep.waitStderr(10*time.Second, "released=1 rerouted=1")
+	// Its metrics: k1 went delay-1s → delay-1s (1.5 s left) → invoices.
+	code, mfs := scrapeURL(t, metricsURL, "")
+	if code != 200 {
+		t.Fatalf("republish /metrics: %d", code)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"ontime_kafka_released_total", []string{"bucket", "delay-1s"}, 1},
+		{"ontime_kafka_rerouted_total", []string{"from", "delay-1s", "to", "delay-1s"}, 1},
+		{"ontime_kafka_released_early_total", []string{"bucket", "delay-1s"}, 0},
+		{"ontime_kafka_release_lateness_seconds", []string{"bucket", "delay-1s"}, 1},
+		{"ontime_kafka_rebalances_total", []string{"kind", "assigned"}, 1},
+	} {
+		if got := sample(mfs, c.name, c.labels...); got != c.want {
+			t.Errorf("republish %s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := sample(mfs, "ontime_kafka_partitions_owned"); got < 2 {
+		t.Errorf("ontime_kafka_partitions_owned = %v, want the bucket partitions", got)
+	}
+	for _, name := range []string{"ontime_kafka_partition_head_late_seconds", "ontime_kafka_partition_held_records", "ontime_kafka_partition_paused", "go_goroutines"} {
+		if got := sample(mfs, name, "topic", "delay-1s", "partition", "0"); got < 0 && !strings.HasPrefix(name, "go_") {
+			t.Errorf("%s of delay-1s/0 is missing", name)
+		}
+	}
+	checkObservabilityDoc(t, mfs)
+	checkDashboard(t, mfs, filepath.Join("..", "..", "docs", "grafana-kafka-dashboard.json"))
 	if code := rep.stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("republish exited %d after SIGTERM; stderr:\n%s", code, rep.stderr())
 	}

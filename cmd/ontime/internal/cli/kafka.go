@@ -11,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ontime-go/ontime/cmd/ontime/internal/kafkametrics"
 	"github.com/ontime-go/ontime/kafkadelay"
 )
 
@@ -44,6 +47,7 @@ func newRepublishCmd(e *env) *cobra.Command {
 	var (
 		k                kafkaConfigFlags
 		logLevel, logFmt string
+		metricsListen    string
 	)
 	cmd := &cobra.Command{
 		Use:   "republish --config FILE",
@@ -53,6 +57,7 @@ run as many as you like) and produces each record to the next bucket, or to its
 destination at its due instant, never before. See docs/kafka.md.`,
 		Example: `  ontime dev-kafka --config kafka.toml &      # a Kafka-protocol cluster on 127.0.0.1:9092, for trying it
   ontime republish --config kafka.toml
+  ontime republish --config kafka.toml --metrics-listen 127.0.0.1:9464   # Prometheus metrics at /metrics
   ontime republish --config settings.toml --section default.integration.messaging.republisher`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,10 +66,28 @@ destination at its due instant, never before. See docs/kafka.md.`,
 				return err
 			}
 			log := newLogger(e.stderr, logLevel, logFmt)
-			cfg, opts := fc.Config(nil, log)
+			var obs kafkadelay.Observer
+			var km *kafkametrics.Metrics
+			reg := prometheus.NewRegistry()
+			if metricsListen != "" {
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				if km, err = kafkametrics.New(reg); err != nil {
+					return err
+				}
+				obs = km
+			}
+			cfg, opts := fc.Config(obs, log)
 			r, err := kafkadelay.NewRepublisher(cfg, opts...)
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
+			}
+			if km != nil {
+				km.Watch(r)
+				stop, err := serveMetrics(metricsListen, reg, log)
+				if err != nil {
+					return &exitError{code: ExitUnavailable, err: fmt.Errorf("--metrics-listen: %w", err)}
+				}
+				defer stop()
 			}
 			log.Info("ontime republish: starting", "brokers", strings.Join(fc.Brokers, ","), "group", fc.Group,
 				"ladder", fc.Ladder.String(), "dead_letter_topic", fc.DeadLetterTopic)
@@ -85,6 +108,7 @@ destination at its due instant, never before. See docs/kafka.md.`,
 	f := cmd.Flags()
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFmt, "log-format", "text", "text or json")
+	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; default: off)")
 	return cmd
 }
 

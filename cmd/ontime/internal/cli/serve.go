@@ -22,24 +22,27 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/cmd/ontime/ui"
+	"github.com/ontime-go/ontime/ontimeprom"
 )
 
 // serveFlags maps flag names to config keys.
 var serveFlags = map[string]string{
-	"listen":             "listen",
-	"data-dir":           "data_dir",
-	"redis":              "redis",
-	"redis-layout":       "redis_layout",
-	"redis-prefix":       "redis_prefix",
-	"max-body-bytes":     "max_body_bytes",
-	"read-timeout":       "read_timeout",
-	"max-inflight-bytes": "max_inflight_bytes",
-	"tokens":             "tokens",
-	"serve-topics":       "serve_topics",
-	"discover-interval":  "discover_interval",
-	"shutdown-timeout":   "shutdown_timeout",
-	"log-level":          "log_level",
-	"log-format":         "log_format",
+	"listen":                  "listen",
+	"data-dir":                "data_dir",
+	"redis":                   "redis",
+	"redis-layout":            "redis_layout",
+	"redis-prefix":            "redis_prefix",
+	"max-body-bytes":          "max_body_bytes",
+	"read-timeout":            "read_timeout",
+	"max-inflight-bytes":      "max_inflight_bytes",
+	"tokens":                  "tokens",
+	"serve-topics":            "serve_topics",
+	"discover-interval":       "discover_interval",
+	"shutdown-timeout":        "shutdown_timeout",
+	"metrics-sample-interval": "metrics_sample_interval",
+	"metrics-max-topics":      "metrics_max_topics",
+	"log-level":               "log_level",
+	"log-format":              "log_format",
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -73,6 +76,8 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
 	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
+	f.Duration("metrics-sample-interval", config.DefaultMetricsSample, "how often /metrics counts the timers of every topic (env ONTIME_METRICS_SAMPLE_INTERVAL)")
+	f.Int("metrics-max-topics", config.DefaultMetricsTopics, `topic labels /metrics hands out before counting topics under "(other)"; negative: no cap (env ONTIME_METRICS_MAX_TOPICS)`)
 	f.String("log-level", "info", "debug, info, warn or error (env ONTIME_LOG_LEVEL)")
 	f.String("log-format", "text", "text or json (env ONTIME_LOG_FORMAT)")
 	return cmd
@@ -153,11 +158,18 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	cancel()
 	recent := activity.New() // each topic's last minute, for GET /v1/topics and the dashboard
-	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{recent}})
+	reg, metrics, err := newMetrics(cfg)
 	if err != nil {
 		return err
 	}
-	disp, err := delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor})
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{recent, metrics}})
+	if err != nil {
+		return err
+	}
+	disp, err := delivery.New(delivery.Options{
+		Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor,
+		WatchWorker: func(w *ontime.Worker) func() { return metrics.WatchWorker(w) },
+	})
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
@@ -171,12 +183,30 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
 		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
+		Metrics: metricsHandler(reg, log),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return &exitError{code: ExitUnavailable, err: err}
 	}
 	srv := server.NewHTTPServer(withDashboard(api), log)
+	sampleCtx, stopSampler := context.WithCancel(context.WithoutCancel(ctx))
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		// The topics it delivers: listed and filtered with serve_topics;
+		// with none, the configured ones by name, so that the compat
+		// layout's keyspace is never scanned (as discovery does not).
+		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves}
+		if len(cfg.ServeTopics) == 0 {
+			if len(topics) == 0 {
+				return
+			}
+			so.Topics, so.Filter = topics, nil
+		}
+		metrics.RunSampler(sampleCtx, st.Driver, so)
+	}()
+	defer func() { stopSampler(); <-sampled }() // before the store closes
 	disp.Start()
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {

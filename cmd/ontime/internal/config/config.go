@@ -29,6 +29,8 @@ const (
 	DefaultHTTPTimeout     = 10 * time.Second
 	DefaultReadTimeout     = 30 * time.Second
 	DefaultServer          = "http://127.0.0.1:8080"
+	DefaultMetricsSample   = 15 * time.Second
+	DefaultMetricsTopics   = 100
 )
 
 // Config is the server configuration. Zero fields take the defaults named
@@ -83,6 +85,14 @@ type Config struct {
 	DiscoverInterval Duration `toml:"discover_interval"`
 	// ShutdownTimeout bounds a graceful stop. Default 15s.
 	ShutdownTimeout Duration `toml:"shutdown_timeout"`
+	// MetricsSampleInterval is how often the server counts the timers of
+	// every topic it delivers for the ontime_timers gauges of /metrics
+	// (one count per topic; never per scrape). Default 15s.
+	MetricsSampleInterval Duration `toml:"metrics_sample_interval"`
+	// MetricsMaxTopics caps the topic label values of /metrics: topics
+	// seen after that many are counted under topic="(other)"
+	// (docs/observability.md). Default 100; negative: no cap.
+	MetricsMaxTopics int `toml:"metrics_max_topics"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `toml:"log_level"`
 	// LogFormat is text (default) or json.
@@ -230,7 +240,7 @@ var envKeys = []string{
 	"ONTIME_REDIS_PREFIX", "ONTIME_MAX_BODY_BYTES", "ONTIME_TOKENS",
 	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
 	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
-	"ONTIME_MAX_INFLIGHT_BYTES",
+	"ONTIME_MAX_INFLIGHT_BYTES", "ONTIME_METRICS_SAMPLE_INTERVAL", "ONTIME_METRICS_MAX_TOPICS",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -289,7 +299,13 @@ func (c *Config) Set(key, v string) error {
 				c.ServeTopics = append(c.ServeTopics, t)
 			}
 		}
-	case "discover_interval", "shutdown_timeout", "read_timeout":
+	case "metrics_max_topics":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		c.MetricsMaxTopics = n
+	case "discover_interval", "shutdown_timeout", "read_timeout", "metrics_sample_interval":
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return err
@@ -299,6 +315,8 @@ func (c *Config) Set(key, v string) error {
 			c.DiscoverInterval = Duration(d)
 		case "shutdown_timeout":
 			c.ShutdownTimeout = Duration(d)
+		case "metrics_sample_interval":
+			c.MetricsSampleInterval = Duration(d)
 		default:
 			c.ReadTimeout = Duration(d)
 		}
@@ -342,6 +360,12 @@ func (c *Config) Fill() {
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = Duration(DefaultReadTimeout)
 	}
+	if c.MetricsSampleInterval == 0 {
+		c.MetricsSampleInterval = Duration(DefaultMetricsSample)
+	}
+	if c.MetricsMaxTopics == 0 {
+		c.MetricsMaxTopics = DefaultMetricsTopics
+	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
@@ -383,6 +407,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout is negative")
+	}
+	if c.MetricsSampleInterval < Duration(10*time.Millisecond) {
+		bad("metrics_sample_interval %s is below 10ms", c.MetricsSampleInterval.D())
 	}
 	if c.ReadTimeout < 0 {
 		bad("read_timeout is negative")

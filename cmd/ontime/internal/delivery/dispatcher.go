@@ -33,6 +33,10 @@ type Options struct {
 	// ReapAfter stops the worker of a topic that is not configured, has no
 	// watcher and has held no timer for this long. Default 1m.
 	ReapAfter time.Duration
+	// WatchWorker, when set, is called with each worker the dispatcher
+	// starts (to report its health in the metrics); the func it returns is
+	// called when that worker is stopped for being idle.
+	WatchWorker func(*ontime.Worker) (unwatch func())
 }
 
 // Dispatcher runs one ontime.Worker per topic it serves. Topics come from
@@ -69,6 +73,7 @@ type topicRun struct {
 	worker     *ontime.Worker
 	configured bool
 	lastSeen   time.Time // guarded by d.mu
+	unwatch    func()    // from Options.WatchWorker; nil without
 
 	wmu     sync.Mutex
 	watch   int           // connected watchers
@@ -205,6 +210,9 @@ func (d *Dispatcher) start(topic string) (*topicRun, error) {
 		return nil, err
 	}
 	tr.worker = w
+	if d.o.WatchWorker != nil {
+		tr.unwatch = d.o.WatchWorker(w)
+	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -263,6 +271,9 @@ func (d *Dispatcher) reap() {
 			ctx, cancel := context.WithTimeout(context.Background(), d.o.Config.ShutdownTimeout.D())
 			defer cancel()
 			_ = tr.worker.Stop(ctx)
+			if tr.unwatch != nil {
+				tr.unwatch()
+			}
 			d.log.Debug("stopped idle topic", "topic", name)
 		}()
 	}

@@ -1,7 +1,8 @@
 // Package server is the ontime HTTP API: schedule, cancel and inspect
 // timers, dead letters, the simple /messages API, server-sent-event
-// watching, health endpoints and the OpenAPI document (openapi.json,
-// served at /v1/openapi.json). docs/api.md describes it for people.
+// watching, health endpoints, Prometheus metrics (/metrics) and the
+// OpenAPI document (openapi.json, served at /v1/openapi.json). docs/api.md
+// describes it for people.
 package server
 
 import (
@@ -51,7 +52,10 @@ type Options struct {
 	// Topics are the configured topics, listed by GET /v1/topics even when
 	// empty.
 	Topics []string
-	Logger *slog.Logger
+	// Metrics, when set, answers GET /metrics (the Prometheus exposition),
+	// behind the same auth as the API.
+	Metrics http.Handler
+	Logger  *slog.Logger
 	// Done, when closed, ends every watch stream (graceful shutdown).
 	Done <-chan struct{}
 	// WatchPing is the keep-alive comment interval of watch streams.
@@ -180,6 +184,9 @@ func (s *Server) routes() {
 		{"POST", "/messages", s.postMessage},
 		{"GET", "/healthz", s.healthz},
 		{"GET", "/readyz", s.readyz},
+	}
+	if s.o.Metrics != nil {
+		routes = append(routes, route{"GET", "/metrics", s.o.Metrics.ServeHTTP})
 	}
 	allowed := map[string][]string{}
 	var paths []string

@@ -1,0 +1,175 @@
+// Package kafkametrics exports the Kafka republisher's events
+// (kafkadelay.Observer) and its per-partition state
+// (kafkadelay.Republisher.Stats) as Prometheus metrics, for `ontime
+// republish --metrics-listen`. It lives in the cmd module, which has both
+// franz-go and Prometheus, so that neither kafkadelay's users get
+// Prometheus nor ontimeprom's users get franz-go.
+//
+// Labels are bounded by the ladder: bucket topics and their partitions,
+// never destination topics or record keys.
+package kafkametrics
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/ontimeprom"
+)
+
+// Metrics is a kafkadelay.Observer that counts the republisher's events,
+// and a collector of its partitions' state once Watch is called.
+type Metrics struct {
+	kafkadelay.BaseObserver
+
+	released, dead, produceErrors, early *prometheus.CounterVec
+	rerouted                             *prometheus.CounterVec
+	lateness                             *prometheus.HistogramVec
+	rebalances, rebalanceRecords         *prometheus.CounterVec
+
+	mu    sync.Mutex
+	stats func() []kafkadelay.PartitionStats
+}
+
+var _ kafkadelay.Observer = (*Metrics)(nil)
+
+// New builds the metrics and registers them on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ontime", Subsystem: "kafka", Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		released:      counter("released_total", "Records produced to their destination and acknowledged, by the bucket topic they left.", "bucket"),
+		rerouted:      counter("rerouted_total", "Records produced to the next bucket topic and acknowledged, by the bucket they left and the one they went to.", "from", "to"),
+		dead:          counter("dead_lettered_total", "Records produced to the dead-letter topic and acknowledged, by the bucket topic they were read from.", "bucket"),
+		produceErrors: counter("produce_errors_total", "Failed produces (each failed retry counts), by the bucket topic the record was read from.", "bucket"),
+		early:         counter("released_early_total", "Records produced to their destination before their due instant by the republisher's clock. Must stay 0.", "bucket"),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "ontime", Subsystem: "kafka", Name: "release_lateness_seconds", Buckets: ontimeprom.LatenessBuckets,
+			Help: "How long after its due instant each record was handed to the producer for its destination.",
+		}, []string{"bucket"}),
+		rebalances:       counter("rebalances_total", "Changes of the partitions this republisher owns, by kind: assigned, revoked, lost.", "kind"),
+		rebalanceRecords: counter("rebalance_records_total", "Records affected by revocations and losses: handed_off (produced onward so offsets could be committed), dropped (read again by the next owner), unacked (may be duplicated).", "what"),
+	}
+	cs := []prometheus.Collector{m.released, m.rerouted, m.dead, m.produceErrors, m.early, m.lateness, m.rebalances, m.rebalanceRecords, (*partitions)(m)}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, r := range cs[:i] {
+				reg.Unregister(r)
+			}
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Watch makes the per-partition gauges report r's partitions (read at
+// each scrape from r.Stats, which takes the republisher's lock briefly).
+func (m *Metrics) Watch(r *kafkadelay.Republisher) { m.WatchStats(r.Stats) }
+
+// WatchStats makes the per-partition gauges report what stats returns at
+// each scrape.
+func (m *Metrics) WatchStats(stats func() []kafkadelay.PartitionStats) {
+	m.mu.Lock()
+	m.stats = stats
+	m.mu.Unlock()
+}
+
+// bucket creates a bucket's series of every per-bucket counter, so that
+// they read 0 rather than being absent (released early must be seen at 0).
+func (m *Metrics) bucket(topic string) {
+	for _, c := range []*prometheus.CounterVec{m.released, m.dead, m.produceErrors, m.early} {
+		c.WithLabelValues(topic)
+	}
+}
+
+// Released counts a release and its lateness.
+func (m *Metrics) Released(r kafkadelay.Release) {
+	m.bucket(r.Source)
+	m.released.WithLabelValues(r.Source).Inc()
+	if r.Early {
+		m.early.WithLabelValues(r.Source).Inc()
+	}
+	late := r.Lateness()
+	if late < 0 {
+		late = 0
+	}
+	m.lateness.WithLabelValues(r.Source).Observe(late.Seconds())
+}
+
+// Rerouted counts a record moved to the next bucket.
+func (m *Metrics) Rerouted(from, to kafkadelay.Bucket) {
+	m.bucket(from.Topic)
+	m.rerouted.WithLabelValues(from.Topic, to.Topic).Inc()
+}
+
+// ProduceFailed counts a failed produce.
+func (m *Metrics) ProduceFailed(f kafkadelay.ProduceFailure) {
+	m.bucket(f.Source)
+	m.produceErrors.WithLabelValues(f.Source).Inc()
+}
+
+// DeadLettered counts a dead letter.
+func (m *Metrics) DeadLettered(d kafkadelay.DeadLetter) {
+	m.bucket(d.Source)
+	m.dead.WithLabelValues(d.Source).Inc()
+}
+
+// Rebalanced counts a rebalance and the records it touched.
+func (m *Metrics) Rebalanced(r kafkadelay.Rebalance) {
+	m.rebalances.WithLabelValues(r.Kind).Inc()
+	for topic := range r.Partitions {
+		m.bucket(topic)
+	}
+	m.rebalanceRecords.WithLabelValues("handed_off").Add(float64(r.HandedOff))
+	m.rebalanceRecords.WithLabelValues("dropped").Add(float64(r.Dropped))
+	m.rebalanceRecords.WithLabelValues("unacked").Add(float64(r.Unacked))
+}
+
+// partitions collects the per-partition gauges from Republisher.Stats.
+type partitions Metrics
+
+var (
+	ownedDesc     = prometheus.NewDesc("ontime_kafka_partitions_owned", "Bucket partitions this republisher owns now.", nil, nil)
+	headLateDesc  = prometheus.NewDesc("ontime_kafka_partition_head_late_seconds", "How far past its instant the partition's oldest unfinished record is (the lag that matters for a delay topic; 0 when nothing is overdue).", []string{"topic", "partition"}, nil)
+	heldDesc      = prometheus.NewDesc("ontime_kafka_partition_held_records", "Records taken and waiting in memory for their instant.", []string{"topic", "partition"}, nil)
+	bufferedDesc  = prometheus.NewDesc("ontime_kafka_partition_buffered_records", "Records fetched and not taken yet (the head is not due to move).", []string{"topic", "partition"}, nil)
+	producingDesc = prometheus.NewDesc("ontime_kafka_partition_producing_records", "Produces not acknowledged yet.", []string{"topic", "partition"}, nil)
+	pausedDesc    = prometheus.NewDesc("ontime_kafka_partition_paused", "1 while fetching from the partition is paused (its head is not due to move, a produce is retried, or MaxInFlight is reached).", []string{"topic", "partition"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (p *partitions) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{ownedDesc, headLateDesc, heldDesc, bufferedDesc, producingDesc, pausedDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the partitions owned now.
+func (p *partitions) Collect(ch chan<- prometheus.Metric) {
+	p.mu.Lock()
+	stats := p.stats
+	p.mu.Unlock()
+	var owned float64
+	if stats != nil {
+		for _, s := range stats() {
+			if !s.Owned {
+				continue
+			}
+			owned++
+			part := strconv.Itoa(int(s.Partition))
+			paused := 0.0
+			if s.Paused {
+				paused = 1
+			}
+			ch <- prometheus.MustNewConstMetric(headLateDesc, prometheus.GaugeValue, s.HeadLate.Seconds(), s.Topic, part)
+			ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(s.Held), s.Topic, part)
+			ch <- prometheus.MustNewConstMetric(bufferedDesc, prometheus.GaugeValue, float64(s.Buffered), s.Topic, part)
+			ch <- prometheus.MustNewConstMetric(producingDesc, prometheus.GaugeValue, float64(s.Producing), s.Topic, part)
+			ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, s.Topic, part)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(ownedDesc, prometheus.GaugeValue, owned)
+}
