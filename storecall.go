@@ -29,8 +29,7 @@ type StoreCall struct {
 	// "claim", "settle", "extend", "cancel", "get", "list", "count",
 	// "topics", "list_dead", "replay_dead", "replay_all_dead", "purge_dead",
 	// "purge_all_dead", "count_due", "fire_now", "subscribe" or "ping". A
-	// Driver method not in
-	// this list is not reported.
+	// Driver method not in this list is not reported.
 	Op string
 	// Topic is the full topic, or "" for "topics" and "ping".
 	Topic string
