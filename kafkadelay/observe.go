@@ -117,6 +117,13 @@ type Rebalance struct {
 	// partitions were given up: they may reach their target as well as
 	// being produced again by the next owner (duplicates).
 	Unacked int
+	// Repeated bounds the records whose output was produced but whose
+	// offset could not be committed (behind a record still held or
+	// failing, or past the last commit of a lost partition, or of a
+	// revoked one whose commit failed): the next owner produces them
+	// again. Unacked + Repeated bounds the duplicates a change of owner
+	// causes.
+	Repeated int
 }
 
 // PartitionStats is a snapshot of one bucket partition.

@@ -34,6 +34,8 @@ type partition struct {
 	hasNext   bool
 	next      kgo.EpochOffset // the offset after the finished prefix
 	committed int64
+	first     int64 // offset of the first record taken, -1 before
+	behind    int   // set by drop: finished records behind an unfinished one
 }
 
 // item is a fetched record with what its headers say.
@@ -86,7 +88,7 @@ type action struct {
 }
 
 func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
-	return &partition{topic: topic, id: id, bucket: b, smallest: smallest, committed: -1}
+	return &partition{topic: topic, id: id, bucket: b, smallest: smallest, committed: -1, first: -1}
 }
 
 // parse reads a fetched record's headers into an item. It needs no lock.
@@ -137,6 +139,9 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 			}
 		}
 		e := &entry{item: *it, p: p, step: step, target: step}
+		if p.first < 0 {
+			p.first = it.rec.Offset
+		}
 		p.buf[0] = item{}
 		p.buf = p.buf[1:]
 		p.inflight = append(p.inflight, e)
@@ -448,10 +453,27 @@ func (p *partition) drop() (dropped, unacked int) {
 			dropped++
 		case inProduce, backoff:
 			unacked++
+		case finished:
+			p.behind++
 		}
 	}
 	p.buf, p.inflight = nil, nil
 	return dropped, unacked
+}
+
+// repeated bounds the records of a given-up partition that the next owner
+// reads again although their output was produced: the finished records
+// behind an unfinished one, and the finished prefix past the last
+// successful commit (counted in offsets, an upper bound).
+func (p *partition) repeated() int {
+	n := p.behind
+	if p.hasNext {
+		from := max(p.committed, p.first)
+		if from >= 0 && p.next.Offset > from {
+			n += int(p.next.Offset - from)
+		}
+	}
+	return n
 }
 
 // counts returns how many taken records are held in memory and how many

@@ -513,8 +513,13 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 			}
 		}
 	}
+	r.mu.Lock()
+	for _, p := range ps {
+		ev.Repeated += p.repeated()
+	}
+	r.mu.Unlock()
 	r.log.Info("kafkadelay: partitions "+kind, "partitions", describe(gone),
-		"committed", len(committing), "handed_off", ev.HandedOff, "dropped", ev.Dropped, "unacked", ev.Unacked)
+		"committed", len(committing), "handed_off", ev.HandedOff, "dropped", ev.Dropped, "unacked", ev.Unacked, "repeated", ev.Repeated)
 	r.obs.Rebalanced(ev)
 }
 
