@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,9 @@ func ontimeSpecs(Config) []sysSpec {
 	return []sysSpec{
 		{
 			Name: "ontime", Family: "ontime", Store: "redis", Batch: true,
-			Settings: "native layout; MaxConcurrency = W, ClaimBatch 256, PollInterval 1s (defaults, wake-ups on); go-redis PoolSize 64",
-			open:     open(ontimeredis.Native),
+			Settings:  "native layout; MaxConcurrency = W, ClaimBatch 256, PollInterval 1s (defaults, wake-ups on); go-redis PoolSize 64",
+			Scenarios: append(slices.Clone(originalScenarios), ScenarioPublish),
+			open:      open(ontimeredis.Native),
 		},
 		{
 			Name: "ontime-compat", Family: "ontime", Store: "redis", Batch: true,
@@ -84,54 +86,11 @@ func openOntime(e *env, layout ontimeredis.Layout) (*ontimeSystem, error) {
 }
 
 func (s *ontimeSystem) publish(ctx context.Context, queue string, ts []timer, batch int) error {
-	if batch <= 1 {
-		for _, t := range ts {
-			var opts []ontime.PublishOption
-			if !t.due.IsZero() {
-				opts = append(opts, ontime.At(t.due))
-			}
-			if _, err := s.client.Publish(ctx, queue, t.body, opts...); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	buf := make([]ontime.Timer, 0, batch)
-	for lo := 0; lo < len(ts); lo += batch {
-		buf = buf[:0]
-		for _, t := range ts[lo:min(lo+batch, len(ts))] {
-			buf = append(buf, ontime.Timer{Body: t.body, At: t.due})
-		}
-		res, err := s.client.PublishBatch(ctx, queue, buf)
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				return r.Err
-			}
-		}
-	}
-	return nil
+	return clientPublish(ctx, s.client, queue, ts, batch)
 }
 
 func (s *ontimeSystem) work(_ context.Context, queue string, w int, h func([]byte)) (func(context.Context), error) {
-	wk := ontime.NewWorker(s.client, &ontime.WorkerConfig{Logger: quietSlog(), ShutdownTimeout: 10 * time.Second})
-	err := ontime.Handle(wk, queue, func(_ context.Context, m *ontime.Message[[]byte]) error {
-		h(m.Body)
-		return nil
-	}, &ontime.TopicOptions{MaxConcurrency: w, Lease: s.lease})
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- wk.Run(context.Background()) }()
-	return func(ctx context.Context) {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		defer cancel()
-		_ = wk.Stop(sctx)
-		<-done
-	}, nil
+	return clientWork(s.client, queue, w, s.lease, h)
 }
 
 func (s *ontimeSystem) pending(ctx context.Context, queue string) (int64, error) {
