@@ -52,6 +52,7 @@ type Client struct {
 	maxBody int
 	lenient bool
 	hooks   hookSet
+	pub     publishCoalescer
 }
 
 // NewClient returns a Client on the store behind d. The Client does not own
@@ -224,20 +225,19 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 }
 
 // publishOne validates, encodes and writes one timer. Its result has an ID
-// when the timer reached the store and the store answered for it.
+// when the timer reached the store and the store answered for it. The
+// write shares a store call with concurrent publishes to the same topic
+// when one is under way (see publishCoalescer).
 func (c *Client) publishOne(ctx context.Context, full string, t Timer, ifAbsent bool) (PublishResult, error) {
-	nts, err := c.encodeAll([]Timer{t})
+	nt, err := c.encodeTimer(&t)
 	if err != nil {
 		return PublishResult{}, err
 	}
-	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(ifAbsent))
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("the store returned %d results for 1 timer", len(res))
-	}
+	res, err := c.pub.schedule(ctx, c.drv, full, nt, scheduleMode(ifAbsent))
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("ontime: publish to %q: %w", full, err)
 	}
-	return PublishResult{ID: nts[0].ID, Due: res[0].Due, Err: res[0].Err}, res[0].Err
+	return PublishResult{ID: nt.ID, Due: res.Due, Err: res.Err}, res.Err
 }
 
 // PublishResult is the outcome of one timer of PublishBatch.

@@ -23,7 +23,11 @@ type runner struct {
 	h     rawHandler
 	opts  TopicOptions
 
-	slots chan struct{} // a token per running handler
+	// slots holds a token per claimed timer (running, or waiting for a
+	// running slot): at most MaxConcurrency + ClaimAhead. running holds a
+	// token per running handler: at most MaxConcurrency.
+	slots   chan struct{}
+	running chan struct{}
 
 	// stopClaims is closed to stop the claim loop; claimDone when it has.
 	stopClaims chan struct{}
@@ -49,7 +53,8 @@ type runner struct {
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 	r := &runner{
 		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
-		slots:      make(chan struct{}, o.MaxConcurrency),
+		slots:      make(chan struct{}, o.MaxConcurrency+o.ClaimAhead),
+		running:    make(chan struct{}, o.MaxConcurrency),
 		stopClaims: make(chan struct{}),
 		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
@@ -178,7 +183,7 @@ func (r *runner) claimLoop() {
 			return
 		}
 		n := 1
-		for n < r.opts.ClaimBatch && n < r.opts.MaxConcurrency {
+		for n < r.opts.ClaimBatch && n < cap(r.slots) {
 			select {
 			case r.slots <- struct{}{}:
 				n++
@@ -418,10 +423,16 @@ func (r *runner) process(d *delivery) {
 		<-r.slots
 		r.handlers.Done()
 	}()
-	if r.stopping() {
+	if !r.waitRunning(d) {
 		// Claimed but not started: hand it back, due at once, without
 		// counting the attempt.
 		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
+		return
+	}
+	defer func() { <-r.running }()
+	if d.lost.Load() {
+		// The lease ran out (or was lost) while the timer waited for a
+		// running slot; the heartbeat or lease watch that saw it logged it.
 		return
 	}
 	hooks := &r.w.client.hooks
@@ -493,6 +504,29 @@ func (r *runner) process(d *delivery) {
 	if settle {
 		d.settleAsync(s)
 	}
+}
+
+// waitRunning waits for a running slot for d (a timer claimed ahead waits
+// here for a handler to finish). It reports false, holding no running
+// slot, when a stop has begun: d is then not to be started.
+func (r *runner) waitRunning(d *delivery) bool {
+	if r.stopping() {
+		return false
+	}
+	select {
+	case r.running <- struct{}{}:
+	default:
+		select {
+		case r.running <- struct{}{}:
+		case <-r.stopClaims:
+			return false
+		}
+	}
+	if r.stopping() {
+		<-r.running
+		return false
+	}
+	return true
 }
 
 // hookStart runs the DeliveryStart hooks. A hook that panics is logged and
