@@ -461,6 +461,20 @@ func (r *runner) process(d *delivery) {
 	if d.info.CorrelationID == "" {
 		d.info.CorrelationID = d.t.ID // envelopes without one (legacy, raw)
 	}
+	if p := r.opts.Retry; d.t.Attempt > 1 && p.exhausted(d.t.Attempt-1) {
+		// Earlier deliveries used up MaxAttempts without an outcome: the
+		// process died in them (a message that crashes its handler's
+		// process) or their leases ran out. Running it again could crash
+		// the process again: dead-letter it.
+		err := fmt.Errorf("attempt %d of at most %d: the earlier deliveries ended without an outcome (process killed or crashed, or lease ran out)", d.t.Attempt, p.MaxAttempts)
+		r.w.log.Warn("ontime: past the last attempt without an outcome; dead-lettering", "topic", r.topic, "id", d.t.ID, "attempt", d.t.Attempt)
+		if hooks.deliveryHooks() {
+			ctx := r.hookStart(d.ctx, d)
+			r.hookEnd(ctx, d, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonMaxAttempts})
+		}
+		d.settleAsync(deadSettlement(ontimedriver.ReasonMaxAttempts, err))
+		return
+	}
 	ctx := d.ctx
 	if len(hooks.start) > 0 {
 		ctx = r.hookStart(ctx, d)
