@@ -151,6 +151,18 @@ type Config struct {
 	// memory measurement. Default 50000.
 	KafkaMemory int `json:"kafka_memory"`
 
+	// HTTPConcurrency and HTTPFor shape the HTTP scenario: connections of
+	// `ontime bench-api` and how long each run sends. Defaults 32 and 8s.
+	HTTPConcurrency int           `json:"http_concurrency"`
+	HTTPFor         time.Duration `json:"http_for"`
+	// HTTPBaseline is a git ref (a commit, a tag) whose `ontime` the HTTP
+	// scenario also builds and measures in the same run, as the baseline
+	// of the "HTTP publish ≥ 2× now" target. Empty: this tree only.
+	HTTPBaseline string `json:"http_baseline,omitempty"`
+	// OntimeBin is the ontime binary of this tree for the HTTP scenario;
+	// default: built with go build from the tree the harness runs in.
+	OntimeBin string `json:"-"`
+
 	// RedisServer is the redis-server binary; default from PATH.
 	RedisServer string `json:"-"`
 	// PGBin is the directory of initdb and postgres; default: PATH, then
@@ -166,7 +178,7 @@ type Config struct {
 // well under a minute.
 func Quick() Config {
 	return Config{
-		Runs: 1, N: 5000, PeerN: 2000, EmbeddedN: 5000, PublishN: 2000, W: 32, Publishers: 8, Rate: 500,
+		Runs: 1, N: 5000, PeerN: 2000, EmbeddedN: 5000, PublishN: 2000, HTTPFor: 2 * time.Second, W: 32, Publishers: 8, Rate: 500,
 		LatenessFor: time.Second, Idle: 2 * time.Second, MemoryTimers: 2000,
 		ScaleSizes: []int{1000, 20000}, ScaleClaims: 200, CrashTimers: 500,
 		CrashLease: time.Second, CrashWait: 20 * time.Second, RawOps: 100000, PhaseTimeout: time.Minute,
@@ -194,6 +206,8 @@ func (c Config) withDefaults() Config {
 	def(&c.PeerN, 5000)
 	def(&c.EmbeddedN, 100000)
 	def(&c.PublishN, 20000)
+	def(&c.HTTPConcurrency, 32)
+	defD(&c.HTTPFor, 8*time.Second)
 	def(&c.W, 64)
 	def(&c.Publishers, 16)
 	def(&c.Batch, 100)

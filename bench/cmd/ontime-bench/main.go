@@ -56,6 +56,9 @@ func run() error {
 		kafkaN    = flag.Int("kafka-n", 0, "due records per Kafka throughput run (default 200000)")
 		kafkaRate = flag.Int("kafka-rate", 0, "Kafka lateness publish rate, records/s (default 2000)")
 		kafkaFor  = flag.Duration("kafka-for", 0, "Kafka lateness publishing time (default 30s)")
+		httpBase  = flag.String("http-baseline", "", "git ref whose ontime the http scenario also measures, as its baseline (e.g. a commit before a change)")
+		httpFor   = flag.Duration("http-for", 0, "http scenario: sending time per run (default 8s)")
+		ontimeBin = flag.String("ontime-bin", "", "ontime binary for the http scenario (default: go build ./cmd/ontime from this tree)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
 	)
 	flag.Parse()
@@ -114,6 +117,8 @@ func run() error {
 	setInt(&cfg.KafkaN, *kafkaN)
 	setInt(&cfg.KafkaRate, *kafkaRate)
 	setDur(&cfg.KafkaFor, *kafkaFor)
+	setDur(&cfg.HTTPFor, *httpFor)
+	cfg.HTTPBaseline, cfg.OntimeBin = *httpBase, *ontimeBin
 	if *scale != "" {
 		cfg.ScaleSizes = nil
 		for _, f := range strings.Split(*scale, ",") {
