@@ -110,8 +110,8 @@ func (c *Client) fullTopic(topic string) (string, error) {
 // Timer is one timer for PublishBatch. Exactly one of Delay and At may be
 // set; neither means due now.
 type Timer struct {
-	// ID is the timer's id; empty means a random UUID (PublishResult.ID
-	// then tells which).
+	// ID is the timer's id; empty means a fresh UUID (version 7:
+	// time-ordered, 74 random bits; PublishResult.ID then tells which).
 	ID string
 	// Body is the message: a string (sent as text/plain), a []byte (raw, no
 	// content type), nil (no body), a json.RawMessage (sent as is, as JSON)
@@ -189,7 +189,17 @@ func IfAbsent() PublishOption {
 }
 
 // Publish schedules body for delivery to topic and returns the timer id.
-// Without In or At the timer is due at once.
+// Without In or At the timer is due at once. Without WithID the id is a
+// fresh UUID (version 7: time-ordered, 74 random bits).
+//
+// Concurrent Publish calls to one topic share store calls: a call made
+// while another to the same topic is under way waits for it to end, then
+// goes to the store in one call (one script, one transaction) with every
+// other call that arrived meanwhile, each with its own result and error
+// (ErrExists with IfAbsent is per timer). A call made while none is under
+// way goes at once, alone, so a lone caller waits for nothing. A caller
+// whose ctx ends while it waits gets ctx's error and its timer is not
+// written. Hooks see every Publish as its own PublishEvent.
 func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...PublishOption) (string, error) {
 	t := Timer{Body: body}
 	var m publishMode
@@ -242,7 +252,7 @@ func (c *Client) publishOne(ctx context.Context, full string, t Timer, ifAbsent 
 
 // PublishResult is the outcome of one timer of PublishBatch.
 type PublishResult struct {
-	// ID is the timer's id: Timer.ID, or the random UUID it was given.
+	// ID is the timer's id: Timer.ID, or the UUID it was given.
 	ID string
 	// Due is the due time as the store keeps it (rounded up to the store's
 	// precision). With IfAbsent and an id that exists, it is the existing
