@@ -281,7 +281,8 @@ const BatchChunkSize = 500
 // are in the order of timers.
 //
 // A batch of up to BatchChunkSize timers is atomic: written whole or not at
-// all. A larger batch is written chunk by chunk, in order, and is not
+// all. A batch of one timer shares a store call with concurrent publishes
+// to the topic, as Publish does. A larger batch is written chunk by chunk, in order, and is not
 // atomic: when the store fails on a chunk, the chunks before it stay
 // written. PublishBatch then returns the results of those chunks (timers
 // [0, Written)) and a *BatchError that says which timers were not
@@ -327,6 +328,15 @@ func (c *Client) publishBatch(ctx context.Context, full string, timers []Timer, 
 		return nil, err
 	}
 	mode := scheduleMode(ifAbsent)
+	if len(nts) == 1 {
+		// One timer: shared with concurrent publishes like Publish (the
+		// server's single-timer endpoint comes this way).
+		r, err := c.pub.schedule(ctx, c.drv, full, nts[0], mode)
+		if err != nil {
+			return nil, &BatchError{Topic: full, Failed: 1, Total: 1, IDs: []string{nts[0].ID}, Err: err}
+		}
+		return []PublishResult{{ID: nts[0].ID, Due: r.Due, Err: r.Err}}, nil
+	}
 	out := make([]PublishResult, len(nts))
 	for start := 0; start < len(nts); start += BatchChunkSize {
 		end := min(start+BatchChunkSize, len(nts))

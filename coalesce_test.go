@@ -155,6 +155,40 @@ func TestPublishCoalescing(t *testing.T) {
 			t.Errorf("q%02d: %v", i, err)
 		}
 	}
+
+	// A PublishBatch of one timer (the server's single-timer endpoint)
+	// shares calls the same way, with its result and due time.
+	g.shutGate()
+	go func() {
+		_, err := c.Publish(ctx, "t", "x", WithID("first2"))
+		first <- err
+	}()
+	<-g.entered
+	type batchOut struct {
+		res []PublishResult
+		err error
+	}
+	bouts := make(chan batchOut, 5)
+	for i := range 5 {
+		go func() {
+			res, err := c.PublishBatch(ctx, "t", []Timer{{ID: fmt.Sprintf("b%d", i), Delay: time.Hour}})
+			bouts <- batchOut{res, err}
+		}()
+	}
+	queued(t, c, 5)
+	g.openGate()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		o := <-bouts
+		if o.err != nil || len(o.res) != 1 || o.res[0].Err != nil || o.res[0].Due.Before(time.Now().Add(50*time.Minute)) {
+			t.Fatalf("PublishBatch of one: %+v, %v", o.res, o.err)
+		}
+	}
+	if calls := g.callIDs(); len(calls) != 5 || len(calls[4]) != 5 {
+		t.Fatalf("calls = %v, want the five single-timer batches in one call", calls)
+	}
 }
 
 // TestPublishCoalescingPerTimerErrors: in a shared call, IfAbsent refuses
