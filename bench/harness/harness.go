@@ -66,11 +66,12 @@ type Config struct {
 	N int `json:"n"`
 	// EmbeddedN is the number of timers per phase of the embedded
 	// scenario, for every system in it (ontime's embedded store and River
-	// on SQLite). Default 100000.
+	// on SQLite). Default 20000: River on SQLite moves a few hundred to a
+	// thousand timers a second here, so 100000 would take an hour.
 	EmbeddedN int `json:"embedded_n"`
-	// PublishN is the number of timers per measurement of the publish
-	// scenario. Default 20000.
-	PublishN int `json:"publish_n"`
+	// PublishFor is how long each measurement of the publish scenario
+	// publishes. Default 3s.
+	PublishFor time.Duration `json:"publish_for"`
 	// PeerN is the number of timers per throughput phase for asynq and
 	// river, which are an order of magnitude slower. Default 5000.
 	PeerN int `json:"peer_n"`
@@ -178,7 +179,7 @@ type Config struct {
 // well under a minute.
 func Quick() Config {
 	return Config{
-		Runs: 1, N: 5000, PeerN: 2000, EmbeddedN: 5000, PublishN: 2000, HTTPFor: 2 * time.Second, W: 32, Publishers: 8, Rate: 500,
+		Runs: 1, N: 5000, PeerN: 2000, EmbeddedN: 5000, PublishFor: time.Second, HTTPFor: 2 * time.Second, W: 32, Publishers: 8, Rate: 500,
 		LatenessFor: time.Second, Idle: 2 * time.Second, MemoryTimers: 2000,
 		ScaleSizes: []int{1000, 20000}, ScaleClaims: 200, CrashTimers: 500,
 		CrashLease: time.Second, CrashWait: 20 * time.Second, RawOps: 100000, PhaseTimeout: time.Minute,
@@ -204,8 +205,8 @@ func (c Config) withDefaults() Config {
 	def(&c.Runs, 3)
 	def(&c.N, 100000)
 	def(&c.PeerN, 5000)
-	def(&c.EmbeddedN, 100000)
-	def(&c.PublishN, 20000)
+	def(&c.EmbeddedN, 20000)
+	defD(&c.PublishFor, 3*time.Second)
 	def(&c.HTTPConcurrency, 32)
 	defD(&c.HTTPFor, 8*time.Second)
 	def(&c.W, 64)

@@ -195,7 +195,7 @@ func carryOver(r *Report, dir string) {
 	carry(ScenarioCrash, len(old.Crash) > 0, func() { r.Crash = old.Crash })
 	carry(ScenarioKafka, old.Kafka != nil, func() { r.Kafka = old.Kafka })
 	carry(ScenarioEmbedded, len(old.Embedded) > 0, func() { r.Embedded, r.Config.EmbeddedN = old.Embedded, old.Config.EmbeddedN })
-	carry(ScenarioPublish, len(old.Publish) > 0, func() { r.Publish, r.Config.PublishN = old.Publish, old.Config.PublishN })
+	carry(ScenarioPublish, len(old.Publish) > 0, func() { r.Publish, r.Config.PublishFor = old.Publish, old.Config.PublishFor })
 	carry(ScenarioHTTP, len(old.HTTP) > 0, func() {
 		r.HTTP = old.HTTP
 		r.Config.HTTPBaseline, r.Config.HTTPConcurrency, r.Config.HTTPFor = old.Config.HTTPBaseline, old.Config.HTTPConcurrency, old.Config.HTTPFor

@@ -114,7 +114,7 @@ func embeddedMethod(r *Report) string {
 			c.Publishers, c.Batch, c.EmbeddedN, c.W)
 	}
 	if len(r.Publish) > 0 {
-		fmt.Fprintf(&b, "- **One-by-one publish**: %d timers per measurement published with `Client.Publish` (one timer per call, due in an hour, no workers) from 1, 16 and 64 goroutines, on a fresh topic and store; the `-direct` baselines publish the same timers with one driver `Schedule` call each (encoded as Publish encodes them): what Publish did before it coalesced concurrent calls.\n", c.PublishN)
+		fmt.Fprintf(&b, "- **One-by-one publish**: `Client.Publish` (one timer per call, due in an hour, no workers) from 1, 16 and 64 goroutines for %s each, on a fresh topic and store; the `-direct` baselines publish the same timers with one driver `Schedule` call each (encoded as Publish encodes them): what Publish did before it coalesced concurrent calls.\n", c.PublishFor)
 	}
 	if len(r.HTTP) > 0 {
 		base := "no baseline build"

@@ -3,6 +3,8 @@ package harness
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,7 +28,6 @@ type PublishRun struct {
 // number of callers.
 type PublishResult struct {
 	System string       `json:"system"`
-	N      int          `json:"n"`
 	Runs   []PublishRun `json:"runs"`
 	Median map[int]F    `json:"median"`
 	Err    string       `json:"error,omitempty"`
@@ -34,12 +35,12 @@ type PublishResult struct {
 
 // publishScenario measures one-by-one publishes (Client.Publish, one timer
 // per call, due in an hour so nothing fires) from 1, 16 and 64 concurrent
-// callers on each system, next to the "-direct" baselines that make one
+// callers on each system, each for Config.PublishFor on a fresh store, next to the "-direct" baselines that make one
 // store call per timer (what Publish did before it coalesced concurrent
 // calls).
 func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 	cfg := b.cfg
-	b.logf("== publish: %d timers per measurement, callers %v, body %d B, %d runs", cfg.PublishN, PublishCallers, cfg.BodySize, cfg.Runs)
+	b.logf("== publish: %s per measurement, callers %v, body %d B, %d runs", cfg.PublishFor, PublishCallers, cfg.BodySize, cfg.Runs)
 	type st struct {
 		spec sysSpec
 		sys  system
@@ -48,7 +49,7 @@ func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 	var all []*st
 	for _, spec := range specs {
 		if sys := b.open(spec); sys != nil {
-			all = append(all, &st{spec: spec, sys: sys, res: &PublishResult{System: spec.Name, N: cfg.PublishN}})
+			all = append(all, &st{spec: spec, sys: sys, res: &PublishResult{System: spec.Name}})
 		}
 	}
 	defer func() {
@@ -56,7 +57,6 @@ func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 			s.sys.close()
 		}
 	}()
-	due := time.Now().Add(time.Hour)
 	for run := range cfg.Runs {
 		for _, s := range all {
 			if s.res.Err != "" || ctx.Err() != nil {
@@ -65,23 +65,14 @@ func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 			r := PublishRun{Rates: map[int]F{}}
 			for _, callers := range PublishCallers {
 				pctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
-				err := reset(pctx, s.sys)
-				var d time.Duration
-				if err == nil {
-					t := newTracker(cfg.PublishN)
-					ts := make([]timer, cfg.PublishN)
-					for i := range ts {
-						ts[i] = timer{due: due, body: t.body(due, i, cfg.BodySize)}
-					}
-					d, err = publishAll(pctx, s.sys, queueName(s.spec.Name, "pub"), ts, 1, callers)
-				}
+				v, err := b.publishFor(pctx, s.spec, s.sys, callers)
 				cancel()
 				if err != nil {
 					s.res.Err = err.Error()
 					b.errorf("publish %s run %d, %d callers: %v", s.spec.Name, run+1, callers, err)
 					break
 				}
-				r.Rates[callers] = F(rate(cfg.PublishN, d))
+				r.Rates[callers] = v
 			}
 			if s.res.Err != "" {
 				continue
@@ -101,6 +92,57 @@ func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 		}
 		b.rep.Publish = append(b.rep.Publish, *s.res)
 	}
+}
+
+// publishFor publishes one timer per call from callers goroutines for
+// Config.PublishFor on a fresh store and returns the rate.
+func (b *bench) publishFor(ctx context.Context, spec sysSpec, s system, callers int) (F, error) {
+	if err := reset(ctx, s); err != nil {
+		return nan, err
+	}
+	q := queueName(spec.Name, "pub")
+	due := time.Now().Add(time.Hour)
+	tag := newTracker(1)
+	var count atomic.Int64
+	errs := make(chan error, callers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				i := int(count.Add(1))
+				if err := s.publish(ctx, q, []timer{{due: due, body: tag.body(due, i, b.cfg.BodySize)}}, 1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-time.After(b.cfg.PublishFor):
+	case err := <-errs:
+		close(stop)
+		wg.Wait()
+		return nan, err
+	}
+	close(stop)
+	wg.Wait()
+	d := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return nan, err
+	}
+	// Calls still under way when the time ran out finished (and counted)
+	// before wg.Wait returned; d includes them.
+	return F(rate(int(count.Load()), d)), nil
 }
 
 func fmtPublishRates(m map[int]F) string {
