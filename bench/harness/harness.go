@@ -11,6 +11,16 @@
 // A program that runs the crash scenario must call ChildMain at the start
 // of main: the scenario re-executes the program as a worker subprocess that
 // it kills with SIGKILL.
+//
+// # Adding a scenario
+//
+// A scenario is a name in AllScenarios, a method of bench called from Run,
+// a field of Report that holds its results (carried over by carryOver when
+// a run does not measure it), and its targets, tables and charts in a
+// report file of its own (report_embedded.go renders the embedded, publish
+// and http scenarios; evaluateTargets, Markdown and renderCharts call it).
+// The systems it drives name it in sysSpec.Scenarios, so adding a
+// scenario or a system does not change what the other scenarios run.
 package harness
 
 import (
