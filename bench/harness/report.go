@@ -211,6 +211,11 @@ func carryOver(r *Report, dir string) {
 	}
 }
 
+// carried reports whether scenario was taken from the previous results.
+func carried(r *Report, scenario string) bool {
+	return slices.ContainsFunc(r.Carried, func(c string) bool { return strings.HasPrefix(c, scenario+" ") })
+}
+
 // writeOutputs writes BENCHMARKS.md (replacing the generated part), the
 // charts and results.json under dir.
 func writeOutputs(r *Report, dir string) error {
@@ -286,7 +291,10 @@ func renderCharts(r *Report) map[string][]byte {
 		}
 		out["publish.png"] = barChart("Publish rate (timers/s, median) vs raw pipelined ZADD", "timers/s (redis-benchmark: ZADD ops/s)", bars, nil)
 	}
-	if len(r.Lateness) > 0 {
+	// A carried lateness scenario has no samples (results.json keeps the
+	// summaries only): its chart is left as the run that measured it drew
+	// it.
+	if slices.ContainsFunc(r.Lateness, func(l LatenessResult) bool { return len(l.samples) > 0 }) {
 		var ss []series
 		for _, l := range r.Lateness {
 			s := slices.Clone(l.samples)
@@ -446,7 +454,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 				100*float64(m.EarlyShare), f2(m.EarlyMax), median(rates))
 		}
 		p("\n")
-		if _, ok := charts["lateness.png"]; ok {
+		if _, ok := charts["lateness.png"]; ok || carried(r, ScenarioLateness) {
 			p("![lateness CDF](%slateness.png)\n\n", chartPrefix)
 		}
 	}

@@ -237,11 +237,21 @@ func embeddedCharts(r *Report, out map[string][]byte) {
 	if len(r.Publish) > 0 {
 		var bars []bar
 		for _, pr := range r.Publish {
-			col := colorFor(pr.System)
+			base, direct := strings.CutSuffix(pr.System, "-direct")
+			col := colorFor(base)
+			if direct {
+				col = lighten(col)
+			}
 			for i, c := range PublishCallers {
-				bars = append(bars, bar{label: fmt.Sprintf("%s ×%d", pr.System, c), value: float64(pr.Median[c]), note: "/s", color: &col, gap: i == 0 && len(bars) > 0})
+				label := fmt.Sprintf("×%d", c)
+				if i == 0 {
+					label = strings.TrimPrefix(pr.System, "ontime-") + " " + label
+				}
+				bars = append(bars, bar{label: label, value: float64(pr.Median[c]), note: "/s", color: &col, gap: i == 0 && len(bars) > 0})
 			}
 		}
-		out["publish_callers.png"] = barChart("One-by-one Publish: timers/s by concurrent callers (median)", "timers/s", bars, nil)
+		out["publish_callers.png"] = barChart("ontime one-by-one Publish: timers/s by concurrent callers (median)", "timers/s", bars, []legendItem{
+			{"light (-direct): one store call per timer, as Publish did before coalescing", lighten(colText)},
+		})
 	}
 }
