@@ -191,7 +191,7 @@ func embeddedMarkdown(r *Report, chartPrefix string, charts map[string][]byte) s
 	}
 	if len(r.HTTP) > 0 {
 		p("## HTTP publish (`ontime serve`, %d connections)\n\n", r.Config.HTTPConcurrency)
-		p("| store | build | requests/s per run | median requests/s | p50 ms | p99 ms | vs baseline build |\n|---|---|---|---|---|---|---|\n")
+		p("| store | build | requests/s per run | median requests/s | p50 ms | p99 ms | vs baseline build | CPU µs per request: server / load generator / redis-server | CPU cores busy |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, h := range r.HTTP {
 			if len(h.Runs) == 0 {
 				p("| %s | %s | error: %s |||| |\n", h.Store, h.Build, oneLine(h.Err))
@@ -207,7 +207,17 @@ func embeddedMarkdown(r *Report, chartPrefix string, charts map[string][]byte) s
 			for _, x := range h.Runs {
 				runs = append(runs, fmtRate(x.PerSecond))
 			}
-			p("| %s | %s | %s | %s | %s | %s | %s |\n", h.Store, h.Build, strings.Join(runs, ", "), fmtRate(h.Median.PerSecond), f2(h.Median.P50), f2(h.Median.P99), vs)
+			m := h.Median
+			busy := "-"
+			tot := float64(m.ServerCPU) + float64(m.LoadgenCPU)
+			if h.Store == "redis" {
+				tot += float64(m.RedisCPU)
+			}
+			if !isNaN(F(tot)) {
+				busy = fmt.Sprintf("%.2f", tot*float64(m.PerSecond)/1e6)
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s |\n", h.Store, h.Build, strings.Join(runs, ", "), fmtRate(m.PerSecond), f2(m.P50), f2(m.P99), vs,
+				f2(m.ServerCPU), f2(m.LoadgenCPU), f2(m.RedisCPU), busy)
 		}
 		p("\n")
 	}

@@ -24,6 +24,11 @@ type HTTPRun struct {
 	P99       F   `json:"p99_ms"`
 	Requests  int `json:"requests"`
 	Errors    int `json:"errors"`
+	// CPU time per request, µs: the server process, the load generator
+	// and (Redis store) redis-server. NaN where not measured.
+	ServerCPU  F `json:"server_cpu_us"`
+	LoadgenCPU F `json:"loadgen_cpu_us"`
+	RedisCPU   F `json:"redis_cpu_us"`
 }
 
 // HTTPResult holds the runs of one server build on one store.
@@ -85,8 +90,8 @@ func (b *bench) http(ctx context.Context) {
 					b.errorf("http %s %s run %d: %v", bd.name, store, run+1, err)
 					continue
 				}
-				b.logf("http %-14s %-8s run %d: %s req/s, p50 %s ms, p99 %s ms, %d errors",
-					bd.name, store, run+1, fmtRate(hr.PerSecond), f2(hr.P50), f2(hr.P99), hr.Errors)
+				b.logf("http %-14s %-8s run %d: %s req/s, p50 %s ms, p99 %s ms, %d errors; CPU µs/request: server %s, load generator %s, redis %s",
+					bd.name, store, run+1, fmtRate(hr.PerSecond), f2(hr.P50), f2(hr.P99), hr.Errors, f2(hr.ServerCPU), f2(hr.LoadgenCPU), f2(hr.RedisCPU))
 				r.Runs = append(r.Runs, hr)
 			}
 		}
@@ -100,9 +105,12 @@ func (b *bench) http(ctx context.Context) {
 			return F(median(v))
 		}
 		r.Median = HTTPRun{
-			PerSecond: pick(func(x HTTPRun) F { return x.PerSecond }),
-			P50:       pick(func(x HTTPRun) F { return x.P50 }),
-			P99:       pick(func(x HTTPRun) F { return x.P99 }),
+			PerSecond:  pick(func(x HTTPRun) F { return x.PerSecond }),
+			P50:        pick(func(x HTTPRun) F { return x.P50 }),
+			P99:        pick(func(x HTTPRun) F { return x.P99 }),
+			ServerCPU:  pick(func(x HTTPRun) F { return x.ServerCPU }),
+			LoadgenCPU: pick(func(x HTTPRun) F { return x.LoadgenCPU }),
+			RedisCPU:   pick(func(x HTTPRun) F { return x.RedisCPU }),
 		}
 		b.rep.HTTP = append(b.rep.HTTP, *r)
 	}
@@ -229,7 +237,17 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 	lg.Env = serveEnv()
 	var out, errb bytes.Buffer
 	lg.Stdout, lg.Stderr = &out, &errb
-	if err := lg.Run(); err != nil {
+	srvCPU0, redisCPU0 := procCPU(srv.cmd.Process.Pid), nan
+	if store == "redis" {
+		redisCPU0 = F(redisCPU(ctx, b.admin))
+	}
+	err = lg.Run()
+	srvCPU1 := procCPU(srv.cmd.Process.Pid)
+	redisCPU1 := nan
+	if store == "redis" {
+		redisCPU1 = F(redisCPU(ctx, b.admin))
+	}
+	if err != nil {
 		return HTTPRun{}, fmt.Errorf("bench-api: %v: %s; server: %s", err, errb.String(), srv.out.String())
 	}
 	var r struct {
@@ -242,7 +260,15 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return HTTPRun{}, fmt.Errorf("bench-api output %q: %w", out.String(), err)
 	}
-	return HTTPRun{PerSecond: F(r.PerSecond), P50: F(r.P50), P99: F(r.P99), Requests: r.Requests, Errors: r.Errors}, nil
+	hr := HTTPRun{PerSecond: F(r.PerSecond), P50: F(r.P50), P99: F(r.P99), Requests: r.Requests, Errors: r.Errors,
+		ServerCPU: nan, LoadgenCPU: nan, RedisCPU: nan}
+	if n := float64(r.Requests); n > 0 {
+		// The warm-up request and the server's idle work are included.
+		hr.ServerCPU = F((srvCPU1 - srvCPU0) * 1e6 / n)
+		hr.LoadgenCPU = F((lg.ProcessState.UserTime() + lg.ProcessState.SystemTime()).Seconds() * 1e6 / n)
+		hr.RedisCPU = (redisCPU1 - redisCPU0) * 1e6 / F(n)
+	}
+	return hr, nil
 }
 
 // serveEnv is the environment of the server and the load generator: the
