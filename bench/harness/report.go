@@ -184,7 +184,15 @@ func carryOver(r *Report, dir string) {
 			return
 		}
 		copyOld()
-		r.Carried = append(r.Carried, scenario+" (run of "+when+")")
+		// A scenario the previous report had carried itself keeps the date
+		// of the run that measured it.
+		label := scenario + " (run of " + when + ")"
+		for _, c := range old.Carried {
+			if strings.HasPrefix(c, scenario+" ") {
+				label = c
+			}
+		}
+		r.Carried = append(r.Carried, label)
 	}
 	carry(ScenarioRaw, old.Raw != nil, func() { r.Raw = old.Raw })
 	carry(ScenarioThroughput, len(old.Throughput) > 0, func() { r.Throughput = old.Throughput })
