@@ -355,7 +355,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 	p("_Generated %s by `%s` in %s._\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"), commandLine(r), r.Duration.Round(time.Second))
 	p("Regenerate everything (this file, `bench/*.png`, `bench/results.json`) from the repository root:\n\n")
 	p("```sh\ngo run ./bench/cmd/ontime-bench -out docs            # full run\ngo run ./bench/cmd/ontime-bench -quick -out /tmp/q   # a small check, about a minute\n```\n\n")
-	p("Go benchmarks of the same scenarios (b.N counts timers; they skip when redis-server or PostgreSQL is missing): `cd bench && go test -run '^$' -bench 'E2E|PublishBatch' -benchtime 100000x ./harness`; `-bench Lateness -benchtime 8000x`; `-bench 'Idle|Memory'` (idle time from ONTIME_BENCH_IDLE, default 5s); `ONTIME_BENCH_SCALE=10k,1M,10M` with `-bench ClaimScale -benchtime 2000x`.\n\n")
+	p("Go benchmarks of the same scenarios (b.N counts timers; they skip when redis-server or PostgreSQL is missing): `cd bench && go test -run '^$' -bench 'E2E|PublishBatch' -benchtime 100000x ./harness` (E2E includes ontime-embedded and river-sqlite-tuned); `-bench Lateness -benchtime 8000x`; `-bench 'Idle|Memory'` (idle time from ONTIME_BENCH_IDLE, default 5s); `ONTIME_BENCH_SCALE=10k,1M,10M` with `-bench ClaimScale -benchtime 2000x`.\n\n")
 
 	p("## Method\n\n")
 	h := r.Host
