@@ -77,9 +77,8 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 		// context.
 		l.inflight++
 		pc.mu.Unlock()
-		res, err := scheduleOne(ctx, drv, topic, nt, mode)
-		pc.next(key, l)
-		return res, err
+		defer pc.next(key, l) // also when the driver panics
+		return scheduleOne(ctx, drv, topic, nt, mode)
 	}
 	p.lead = make(chan []*pendingPublish, 1)
 	p.done = make(chan struct{})
@@ -88,8 +87,8 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 
 	select {
 	case batch := <-p.lead:
+		defer pc.next(key, l)
 		pc.run(drv, topic, mode, batch)
-		pc.next(key, l)
 		return p.res, p.err
 	case <-p.done:
 		return p.res, p.err
@@ -109,8 +108,8 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 		// In a batch already: the batch's leader may be this caller.
 		select {
 		case batch := <-p.lead:
+			defer pc.next(key, l)
 			pc.run(drv, topic, mode, batch)
-			pc.next(key, l)
 			return p.res, p.err
 		default:
 			return ontimedriver.ScheduleResult{}, ctx.Err()
@@ -155,8 +154,18 @@ func (pc *publishCoalescer) next(key laneKey, l *lane) {
 // giving up does not fail the others.
 func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode ontimedriver.ScheduleMode, batch []*pendingPublish) {
 	defer func() {
+		// A driver that panics fails the batch for every caller (none is
+		// told its timer was written), then the panic goes on up the
+		// leader's stack.
+		r := recover()
 		for _, p := range batch {
+			if r != nil && p.err == nil {
+				p.err = fmt.Errorf("ontime: the store call panicked: %v", r)
+			}
 			close(p.done)
+		}
+		if r != nil {
+			panic(r)
 		}
 	}()
 	if len(batch) == 1 {

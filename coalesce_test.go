@@ -23,6 +23,7 @@ type gatedDriver struct {
 	shut    bool
 	opened  chan struct{}
 	entered chan struct{}
+	panicOn string // a call carrying this id panics (after the gate)
 }
 
 func newGatedDriver(t *testing.T) *gatedDriver {
@@ -65,6 +66,11 @@ func (g *gatedDriver) Schedule(ctx context.Context, topic string, ts []ontimedri
 	g.entered <- struct{}{}
 	if shut {
 		<-opened
+	}
+	for _, id := range ids {
+		if g.panicOn != "" && id == g.panicOn {
+			panic("driver bug")
+		}
 	}
 	return g.Driver.Schedule(ctx, topic, ts, m)
 }
@@ -287,5 +293,79 @@ func TestPublishCoalescingPerTimerErrors(t *testing.T) {
 	}
 	if ti, err := c.Get(ctx, "t", "same"); err != nil || string(ti.Body) != "two" {
 		t.Errorf("same = %v, %v; want body two", ti, err)
+	}
+}
+
+// TestPublishCoalescingDriverPanic: a driver that panics fails the shared
+// call for every caller in it (none is told its timer was written), the
+// panic reaches the caller that made the call, and the topic's later
+// publishes are not stuck behind it.
+func TestPublishCoalescingDriverPanic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	g.panicOn = "boom"
+	c, err := NewClient(g, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string) (err error, panicked any) {
+		defer func() { panicked = recover() }()
+		_, err = c.Publish(ctx, "t", "x", WithID(id))
+		return err, nil
+	}
+	if _, p := publish("boom"); p == nil {
+		t.Fatal("a lone call: the driver's panic did not reach the caller")
+	}
+	<-g.entered
+	if err, p := publish("after"); err != nil || p != nil {
+		t.Fatalf("publish after the panic: %v, %v", err, p)
+	}
+	<-g.entered
+
+	g.shutGate()
+	held := make(chan error, 1)
+	go func() {
+		err, _ := publish("held")
+		held <- err
+	}()
+	<-g.entered
+	type out struct {
+		err      error
+		panicked any
+	}
+	outs := make(chan out, 2)
+	go func() {
+		err, p := publish("boom")
+		outs <- out{err, p}
+	}()
+	queued(t, c, 1)
+	go func() {
+		err, p := publish("fine")
+		outs <- out{err, p}
+	}()
+	queued(t, c, 2)
+	g.openGate()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	panics, errs := 0, 0
+	for range 2 {
+		o := <-outs
+		switch {
+		case o.panicked != nil:
+			panics++
+		case o.err != nil:
+			errs++
+		}
+	}
+	if panics != 1 || errs != 1 {
+		t.Errorf("shared call that panicked: %d callers panicked, %d got an error; want 1 and 1", panics, errs)
+	}
+	if _, err := c.Get(ctx, "t", "fine"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("fine: %v, want not written", err)
+	}
+	if err, p := publish("last"); err != nil || p != nil {
+		t.Fatalf("publish after the shared panic: %v, %v", err, p)
 	}
 }
