@@ -309,16 +309,16 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish := func(id string) (err error, panicked any) {
+	publish := func(id string) (panicked any, err error) {
 		defer func() { panicked = recover() }()
 		_, err = c.Publish(ctx, "t", "x", WithID(id))
-		return err, nil
+		return nil, err
 	}
-	if _, p := publish("boom"); p == nil {
+	if p, _ := publish("boom"); p == nil {
 		t.Fatal("a lone call: the driver's panic did not reach the caller")
 	}
 	<-g.entered
-	if err, p := publish("after"); err != nil || p != nil {
+	if p, err := publish("after"); err != nil || p != nil {
 		t.Fatalf("publish after the panic: %v, %v", err, p)
 	}
 	<-g.entered
@@ -326,7 +326,7 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 	g.shutGate()
 	held := make(chan error, 1)
 	go func() {
-		err, _ := publish("held")
+		_, err := publish("held")
 		held <- err
 	}()
 	<-g.entered
@@ -336,12 +336,12 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 	}
 	outs := make(chan out, 2)
 	go func() {
-		err, p := publish("boom")
+		p, err := publish("boom")
 		outs <- out{err, p}
 	}()
 	queued(t, c, 1)
 	go func() {
-		err, p := publish("fine")
+		p, err := publish("fine")
 		outs <- out{err, p}
 	}()
 	queued(t, c, 2)
@@ -365,7 +365,7 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 	if _, err := c.Get(ctx, "t", "fine"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("fine: %v, want not written", err)
 	}
-	if err, p := publish("last"); err != nil || p != nil {
+	if p, err := publish("last"); err != nil || p != nil {
 		t.Fatalf("publish after the shared panic: %v, %v", err, p)
 	}
 }
