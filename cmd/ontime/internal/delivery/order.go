@@ -12,12 +12,18 @@ import (
 // timers due within the same instant) reach the handler in any order. While
 // someone watches, each handler queues its timer here instead; a pump takes
 // them out by (due time, id) and hands them to the watchers one at a time,
-// after a short gathering pause so that the timers of one claim are all
-// queued before the first goes out.
+// after a gathering pause so that the timers of one claim are all queued
+// before the first goes out: the pump waits until no timer has been queued
+// for gatherWindow (handlers of one claim start within microseconds of each
+// other, but a loaded machine can delay a goroutine by milliseconds), at
+// most gatherMax.
 
-// gatherWindow is the pause between the first timer entering an empty
-// queue and the pump taking from it.
-const gatherWindow = 3 * time.Millisecond
+// gatherWindow is the quiet time that ends a gathering pause; gatherMax
+// bounds the pause.
+const (
+	gatherWindow = 5 * time.Millisecond
+	gatherMax    = 100 * time.Millisecond
+)
 
 // errNobody tells a handler that the last watcher left before its timer was
 // handed out: the topic's target takes it.
@@ -104,11 +110,7 @@ func (tr *topicRun) pump(nobody <-chan struct{}) {
 		case <-nobody:
 			return
 		}
-		gather.Reset(gatherWindow)
-		select {
-		case <-gather.C:
-		case <-nobody:
-			gather.Stop()
+		if !tr.gather(gather, nobody) {
 			return
 		}
 		for it := tr.next(); it != nil; it = tr.next() {
@@ -118,6 +120,40 @@ func (tr *topicRun) pump(nobody <-chan struct{}) {
 				it.Done(errNobody)
 				return
 			}
+			// Timers queued while that one waited for a watcher may be
+			// the first of a new claim: gather the rest of it before
+			// choosing the next.
+			select {
+			case <-tr.kick:
+				if !tr.gather(gather, nobody) {
+					return
+				}
+			default:
+			}
+		}
+	}
+}
+
+// gather waits until no timer has been queued for gatherWindow, at most
+// gatherMax; false if the last watcher left meanwhile.
+func (tr *topicRun) gather(t *time.Timer, nobody <-chan struct{}) bool {
+	limit := time.Now().Add(gatherMax)
+	t.Reset(gatherWindow)
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-tr.kick:
+			// Another timer came: wait for a quiet gatherWindow again.
+			t.Stop()
+			d := time.Until(limit)
+			if d <= 0 {
+				return true
+			}
+			t.Reset(min(gatherWindow, d))
+		case <-nobody:
+			t.Stop()
+			return false
 		}
 	}
 }
