@@ -23,11 +23,15 @@ type runner struct {
 	h     rawHandler
 	opts  TopicOptions
 
-	// slots holds a token per claimed timer (running, or waiting for a
-	// running slot): at most MaxConcurrency + ClaimAhead. running holds a
-	// token per running handler: at most MaxConcurrency.
+	// slots holds a token per claimed timer (running, or waiting to run):
+	// at most MaxConcurrency + ClaimAhead. running counts the deliveries
+	// that run (at most MaxConcurrency); the others wait in waitq, in claim
+	// order, and each delivery that ends starts the first of them, so
+	// timers claimed ahead start in the order the store handed them out.
 	slots   chan struct{}
-	running chan struct{}
+	runMu   sync.Mutex
+	running int
+	waitq   []*delivery
 
 	// stopClaims is closed to stop the claim loop; claimDone when it has.
 	stopClaims chan struct{}
@@ -54,7 +58,6 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 	r := &runner{
 		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
 		slots:      make(chan struct{}, o.MaxConcurrency+o.ClaimAhead),
-		running:    make(chan struct{}, o.MaxConcurrency),
 		stopClaims: make(chan struct{}),
 		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
@@ -411,9 +414,35 @@ func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.
 	r.inflight[d] = struct{}{}
 	r.mu.Unlock()
 	r.handlers.Add(1)
-	go r.process(d)
+	r.runMu.Lock()
+	if r.running < r.opts.MaxConcurrency {
+		r.running++
+		r.runMu.Unlock()
+		go r.process(d)
+		return
+	}
+	r.waitq = append(r.waitq, d) // claimed ahead: runs when a handler ends
+	r.runMu.Unlock()
 }
 
+// runNext passes the running slot of a delivery that ended to the first
+// waiting one, or frees it.
+func (r *runner) runNext() {
+	r.runMu.Lock()
+	if len(r.waitq) == 0 {
+		r.running--
+		r.runMu.Unlock()
+		return
+	}
+	next := r.waitq[0]
+	r.waitq[0] = nil
+	r.waitq = r.waitq[1:]
+	r.runMu.Unlock()
+	go r.process(next)
+}
+
+// process runs one delivery; it holds a running slot, which it passes on
+// when it ends.
 func (r *runner) process(d *delivery) {
 	defer func() {
 		d.cancel()
@@ -421,15 +450,15 @@ func (r *runner) process(d *delivery) {
 		delete(r.inflight, d)
 		r.mu.Unlock()
 		<-r.slots
+		r.runNext()
 		r.handlers.Done()
 	}()
-	if !r.waitRunning(d) {
+	if r.stopping() {
 		// Claimed but not started: hand it back, due at once, without
 		// counting the attempt.
 		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
 		return
 	}
-	defer func() { <-r.running }()
 	if d.lost.Load() {
 		// The lease ran out (or was lost) while the timer waited for a
 		// running slot; the heartbeat or lease watch that saw it logged it.
@@ -518,29 +547,6 @@ func (r *runner) process(d *delivery) {
 	if settle {
 		d.settleAsync(s)
 	}
-}
-
-// waitRunning waits for a running slot for d (a timer claimed ahead waits
-// here for a handler to finish). It reports false, holding no running
-// slot, when a stop has begun: d is then not to be started.
-func (r *runner) waitRunning(d *delivery) bool {
-	if r.stopping() {
-		return false
-	}
-	select {
-	case r.running <- struct{}{}:
-	default:
-		select {
-		case r.running <- struct{}{}:
-		case <-r.stopClaims:
-			return false
-		}
-	}
-	if r.stopping() {
-		<-r.running
-		return false
-	}
-	return true
 }
 
 // hookStart runs the DeliveryStart hooks. A hook that panics is logged and
