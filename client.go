@@ -54,6 +54,7 @@ type Client struct {
 	maxBody int
 	lenient bool
 	hooks   hookSet
+	pub     publishCoalescer
 }
 
 // NewClient returns a Client on the store behind d. The Client does not own
@@ -116,8 +117,8 @@ func (c *Client) fullTopic(topic string) (string, error) {
 // Timer is one timer for PublishBatch. Exactly one of Delay and At may be
 // set; neither means due now.
 type Timer struct {
-	// ID is the timer's id; empty means a random UUID (PublishResult.ID
-	// then tells which).
+	// ID is the timer's id; empty means a fresh UUID (version 7:
+	// time-ordered, 74 random bits; PublishResult.ID then tells which).
 	ID string
 	// Body is the message: a string (sent as text/plain), a []byte (raw, no
 	// content type), nil (no body), a json.RawMessage (sent as is, as JSON)
@@ -195,7 +196,17 @@ func IfAbsent() PublishOption {
 }
 
 // Publish schedules body for delivery to topic and returns the timer id.
-// Without In or At the timer is due at once.
+// Without In or At the timer is due at once. Without WithID the id is a
+// fresh UUID (version 7: time-ordered, 74 random bits).
+//
+// Concurrent Publish calls to one topic share store calls: a call made
+// while another to the same topic is under way waits for it to end, then
+// goes to the store in one call (one script, one transaction) with every
+// other call that arrived meanwhile, each with its own result and error
+// (ErrExists with IfAbsent is per timer). A call made while none is under
+// way goes at once, alone, so a lone caller waits for nothing. A caller
+// whose ctx ends while it waits gets ctx's error and its timer is not
+// written. Hooks see every Publish as its own PublishEvent.
 func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...PublishOption) (string, error) {
 	t := Timer{Body: body}
 	var m publishMode
@@ -217,7 +228,7 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 		return r.ID, err
 	}
 	if t.ID == "" {
-		t.ID = uuid.NewString()
+		t.ID = newID()
 	}
 	ev := &PublishEvent{Topic: full, Timers: []Timer{t}, IfAbsent: m.ifAbsent}
 	ctx = c.hooks.before(ctx, ev)
@@ -231,25 +242,24 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 }
 
 // publishOne validates, encodes and writes one timer. Its result has an ID
-// when the timer reached the store and the store answered for it.
+// when the timer reached the store and the store answered for it. The
+// write shares a store call with concurrent publishes to the same topic
+// when one is under way (see publishCoalescer).
 func (c *Client) publishOne(ctx context.Context, full string, t Timer, ifAbsent bool) (PublishResult, error) {
-	nts, err := c.encodeAll([]Timer{t})
+	nt, err := c.encodeTimer(&t)
 	if err != nil {
 		return PublishResult{}, err
 	}
-	res, err := c.drv.Schedule(ctx, full, nts, scheduleMode(ifAbsent))
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("the store returned %d results for 1 timer", len(res))
-	}
+	res, err := c.pub.schedule(ctx, c.drv, full, nt, scheduleMode(ifAbsent))
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("ontime: publish to %q: %w", full, err)
 	}
-	return PublishResult{ID: nts[0].ID, Due: res[0].Due, Err: res[0].Err}, res[0].Err
+	return PublishResult{ID: nt.ID, Due: res.Due, Err: res.Err}, res.Err
 }
 
 // PublishResult is the outcome of one timer of PublishBatch.
 type PublishResult struct {
-	// ID is the timer's id: Timer.ID, or the random UUID it was given.
+	// ID is the timer's id: Timer.ID, or the UUID it was given.
 	ID string
 	// Due is the due time as the store keeps it (rounded up to the store's
 	// precision). With IfAbsent and an id that exists, it is the existing
@@ -278,7 +288,8 @@ const BatchChunkSize = 500
 // are in the order of timers.
 //
 // A batch of up to BatchChunkSize timers is atomic: written whole or not at
-// all. A larger batch is written chunk by chunk, in order, and is not
+// all. A batch of one timer shares a store call with concurrent publishes
+// to the topic, as Publish does. A larger batch is written chunk by chunk, in order, and is not
 // atomic: when the store fails on a chunk, the chunks before it stay
 // written. PublishBatch then returns the results of those chunks (timers
 // [0, Written)) and a *BatchError that says which timers were not
@@ -305,7 +316,7 @@ func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer,
 	ev := &PublishEvent{Topic: full, Timers: make([]Timer, len(timers)), IfAbsent: m.ifAbsent}
 	for i, t := range timers {
 		if t.ID == "" {
-			t.ID = uuid.NewString()
+			t.ID = newID()
 		}
 		if t.Headers != nil {
 			t.Headers = maps.Clone(t.Headers)
@@ -324,6 +335,15 @@ func (c *Client) publishBatch(ctx context.Context, full string, timers []Timer, 
 		return nil, err
 	}
 	mode := scheduleMode(ifAbsent)
+	if len(nts) == 1 {
+		// One timer: shared with concurrent publishes like Publish (the
+		// server's single-timer endpoint comes this way).
+		r, err := c.pub.schedule(ctx, c.drv, full, nts[0], mode)
+		if err != nil {
+			return nil, &BatchError{Topic: full, Failed: 1, Total: 1, IDs: []string{nts[0].ID}, Err: err}
+		}
+		return []PublishResult{{ID: nts[0].ID, Due: r.Due, Err: r.Err}}, nil
+	}
 	out := make([]PublishResult, len(nts))
 	for start := 0; start < len(nts); start += BatchChunkSize {
 		end := min(start+BatchChunkSize, len(nts))
@@ -386,7 +406,7 @@ func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
 	}
 	id := t.ID
 	if id == "" {
-		id = uuid.NewString()
+		id = newID()
 	} else if err := ontimedriver.ValidateID(id); err != nil {
 		return ontimedriver.NewTimer{}, err
 	}
@@ -801,3 +821,17 @@ func (c *Client) PurgeAllDeadLetters(ctx context.Context, topic string) (int, er
 
 // Ping checks that the store is reachable.
 func (c *Client) Ping(ctx context.Context) error { return c.drv.Ping(ctx) }
+
+// newID returns a fresh timer id: a UUID version 7 (RFC 9562), whose first
+// 48 bits are the Unix time in milliseconds and whose other 74 are random.
+// Ids made one after another sort in the order they were made, so a store
+// that keeps timers in an ordered index (the embedded store's B+tree)
+// writes the timers of a burst of publishes next to each other instead of
+// on random pages.
+func newID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString() // v7 cannot fail today; v4 is as unique
+	}
+	return id.String()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -60,4 +61,41 @@ func ExampleClient_PublishBatch() {
 	// remind-3 exists: true
 	// remind-4 exists: false
 	// scheduled: 4
+}
+
+// Publish is safe for concurrent use, and concurrent calls to one topic
+// share store calls: while one call is at the store, the calls that arrive
+// queue, and then go together in one script or transaction, each with its
+// own result (here IfAbsent refuses only the id that exists). A call that
+// finds none under way goes at once.
+func ExampleClient_Publish_concurrent() {
+	drv, closeStore := openStore()
+	defer closeStore()
+	ctx := context.Background()
+	client, _ := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	if _, err := client.Publish(ctx, "orders", "first", ontime.WithID("order-7"), ontime.In(time.Hour)); err != nil {
+		log.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = client.Publish(ctx, "orders", "order", ontime.WithID(fmt.Sprintf("order-%d", i)),
+				ontime.In(time.Hour), ontime.IfAbsent())
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			fmt.Printf("order-%d: %v\n", i, errors.Is(err, ontime.ErrExists))
+		}
+	}
+	n, _ := client.Count(ctx, "orders")
+	fmt.Println("scheduled:", n.Scheduled)
+	// Output:
+	// order-7: true
+	// scheduled: 10
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ontime-go/ontime/ontimedriver"
 	"strings"
 	"time"
 
@@ -48,8 +49,18 @@ type TopicOptions struct {
 	// acked; the timer is delivered again when the lease expires.
 	DisableHeartbeat bool
 	// ClaimBatch caps how many timers one claim takes. Default 256 (never
-	// more than the free handler slots).
+	// more than the free handler slots, ClaimAhead included).
 	ClaimBatch int
+	// ClaimAhead is how many timers this worker may hold claimed beyond
+	// MaxConcurrency, waiting for a handler to finish: the next claim then
+	// runs while the current handlers do, and carries more timers. It
+	// pays where a claim is slow next to a handler, as on a store that
+	// waits for a disk sync before it answers. A timer claimed ahead is
+	// leased (and its lease extended) while it waits; a stop hands it
+	// back unstarted, without counting the attempt. Default: ClaimBatch on
+	// a store that reports slow claims (ontimedriver.SlowClaims: the
+	// embedded store), else none. Negative: none.
+	ClaimAhead int
 	// Timeout bounds each attempt: the handler's context (and its
 	// middleware's) ends Timeout after the attempt starts, with
 	// context.Cause ErrTimeout, and an attempt that has not returned by
@@ -77,9 +88,19 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	if o.Timeout == 0 {
 		o.Timeout = def.Timeout
 	}
+	if o.ClaimAhead == 0 {
+		o.ClaimAhead = def.ClaimAhead
+	}
 	// A false DisableHeartbeat is the zero value: it takes the default's.
 	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
 	return o
+}
+
+// slowClaims reports whether d says its claims are slow next to a quick
+// handler (ontimedriver.SlowClaims).
+func slowClaims(d ontimedriver.Driver) bool {
+	s, ok := d.(ontimedriver.SlowClaims)
+	return ok && s.SlowClaims()
 }
 
 func (o TopicOptions) withDefaults() TopicOptions {

@@ -23,7 +23,15 @@ type runner struct {
 	h     rawHandler
 	opts  TopicOptions
 
-	slots chan struct{} // a token per running handler
+	// slots holds a token per claimed timer (running, or waiting to run):
+	// at most MaxConcurrency + ClaimAhead. running counts the deliveries
+	// that run (at most MaxConcurrency); the others wait in waitq, in claim
+	// order, and each delivery that ends starts the first of them, so
+	// timers claimed ahead start in the order the store handed them out.
+	slots   chan struct{}
+	runMu   sync.Mutex
+	running int
+	waitq   []*delivery
 
 	// stopClaims is closed to stop the claim loop; claimDone when it has.
 	stopClaims chan struct{}
@@ -49,7 +57,7 @@ type runner struct {
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 	r := &runner{
 		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
-		slots:      make(chan struct{}, o.MaxConcurrency),
+		slots:      make(chan struct{}, o.MaxConcurrency+o.ClaimAhead),
 		stopClaims: make(chan struct{}),
 		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
@@ -178,7 +186,7 @@ func (r *runner) claimLoop() {
 			return
 		}
 		n := 1
-		for n < r.opts.ClaimBatch && n < r.opts.MaxConcurrency {
+		for n < r.opts.ClaimBatch && n < cap(r.slots) {
 			select {
 			case r.slots <- struct{}{}:
 				n++
@@ -412,9 +420,35 @@ func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.
 	r.inflight[d] = struct{}{}
 	r.mu.Unlock()
 	r.handlers.Add(1)
-	go r.process(d)
+	r.runMu.Lock()
+	if r.running < r.opts.MaxConcurrency {
+		r.running++
+		r.runMu.Unlock()
+		go r.process(d)
+		return
+	}
+	r.waitq = append(r.waitq, d) // claimed ahead: runs when a handler ends
+	r.runMu.Unlock()
 }
 
+// runNext passes the running slot of a delivery that ended to the first
+// waiting one, or frees it.
+func (r *runner) runNext() {
+	r.runMu.Lock()
+	if len(r.waitq) == 0 {
+		r.running--
+		r.runMu.Unlock()
+		return
+	}
+	next := r.waitq[0]
+	r.waitq[0] = nil
+	r.waitq = r.waitq[1:]
+	r.runMu.Unlock()
+	go r.process(next)
+}
+
+// process runs one delivery; it holds a running slot, which it passes on
+// when it ends.
 func (r *runner) process(d *delivery) {
 	defer func() {
 		d.cancel()
@@ -422,12 +456,18 @@ func (r *runner) process(d *delivery) {
 		delete(r.inflight, d)
 		r.mu.Unlock()
 		<-r.slots
+		r.runNext()
 		r.handlers.Done()
 	}()
 	if r.stopping() {
 		// Claimed but not started: hand it back, due at once, without
 		// counting the attempt.
 		d.settleAsync(ontimedriver.Settlement{Kind: ontimedriver.Snooze})
+		return
+	}
+	if d.lost.Load() {
+		// The lease ran out (or was lost) while the timer waited for a
+		// running slot; the heartbeat or lease watch that saw it logged it.
 		return
 	}
 	hooks := &r.w.client.hooks
@@ -455,6 +495,20 @@ func (r *runner) process(d *delivery) {
 	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env)
 	if d.info.CorrelationID == "" {
 		d.info.CorrelationID = d.t.ID // envelopes without one (legacy, raw)
+	}
+	if p := r.opts.Retry; d.t.Attempt > 1 && p.exhausted(d.t.Attempt-1) {
+		// Earlier deliveries used up MaxAttempts without an outcome: the
+		// process died in them (a message that crashes its handler's
+		// process) or their leases ran out. Running it again could crash
+		// the process again: dead-letter it.
+		err := fmt.Errorf("attempt %d of at most %d: the earlier deliveries ended without an outcome (process killed or crashed, or lease ran out)", d.t.Attempt, p.MaxAttempts)
+		r.w.log.Warn("ontime: past the last attempt without an outcome; dead-lettering", "topic", r.topic, "id", d.t.ID, "attempt", d.t.Attempt)
+		if hooks.deliveryHooks() {
+			ctx := r.hookStart(d.ctx, d)
+			r.hookEnd(ctx, d, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: ontimedriver.ReasonMaxAttempts})
+		}
+		d.settleAsync(deadSettlement(ontimedriver.ReasonMaxAttempts, err))
+		return
 	}
 	ctx := d.ctx
 	if len(hooks.start) > 0 {

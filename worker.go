@@ -98,6 +98,12 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 		return fmt.Errorf("Handle %q: %w", full, err)
 	}
 	o.Retry = o.Retry.withDefaults()
+	switch {
+	case o.ClaimAhead < 0:
+		o.ClaimAhead = 0
+	case o.ClaimAhead == 0 && slowClaims(w.client.drv):
+		o.ClaimAhead = o.ClaimBatch
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state != 0 {

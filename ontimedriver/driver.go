@@ -384,3 +384,12 @@ type Counts struct {
 type LegacyPayloads interface {
 	AcceptsLegacyPayloads() bool
 }
+
+// SlowClaims is implemented by drivers whose Claim takes long next to a
+// quick handler, typically because it waits for a disk sync before it
+// answers (the embedded store). When SlowClaims reports true, a worker
+// claims ahead of its free handler slots by default (TopicOptions.ClaimAhead),
+// so that the next claim runs while the current handlers do.
+type SlowClaims interface {
+	SlowClaims() bool
+}

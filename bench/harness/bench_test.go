@@ -113,9 +113,11 @@ func flush(tb testing.TB, e *env) {
 
 // BenchmarkE2E publishes b.N timers due now (batched where the system can)
 // to running workers with instant handlers and times until every one was
-// handled and acked: the DESIGN.md end-to-end target.
+// handled and acked: the DESIGN.md end-to-end target, and the embedded
+// stores' (ontime-embedded, river-sqlite-tuned: files under
+// ONTIME_BENCH_DIR or the temporary directory, fsync on).
 func BenchmarkE2E(b *testing.B) {
-	for _, name := range []string{"ontime", "ontime-compat", "asynq", "river", "pipeline"} {
+	for _, name := range []string{"ontime", "ontime-compat", "asynq", "river", "pipeline", "ontime-embedded", "river-sqlite-tuned"} {
 		b.Run(name, func(b *testing.B) {
 			e := benchEnv(b)
 			spec, sys := openSpec(b, e, name)

@@ -11,6 +11,16 @@
 // A program that runs the crash scenario must call ChildMain at the start
 // of main: the scenario re-executes the program as a worker subprocess that
 // it kills with SIGKILL.
+//
+// # Adding a scenario
+//
+// A scenario is a name in AllScenarios, a method of bench called from Run,
+// a field of Report that holds its results (carried over by carryOver when
+// a run does not measure it), and its targets, tables and charts in a
+// report file of its own (report_embedded.go renders the embedded, publish
+// and http scenarios; evaluateTargets, Markdown and renderCharts call it).
+// The systems it drives name it in sysSpec.Scenarios, so adding a
+// scenario or a system does not change what the other scenarios run.
 package harness
 
 import (
@@ -36,10 +46,14 @@ const (
 	ScenarioScale      = "scale"      // claim latency with many pending
 	ScenarioCrash      = "crash"      // redeliveries after SIGKILL
 	ScenarioKafka      = "kafka"      // the Kafka republisher on kfake
+	ScenarioEmbedded   = "embedded"   // embedded stores: ontimebolt vs River on SQLite
+	ScenarioPublish    = "publish"    // one-by-one Publish from 1, 16, 64 callers
+	ScenarioHTTP       = "http"       // POST /v1/topics/{topic}/timers on ontime serve
 )
 
 // AllScenarios lists every scenario.
-var AllScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash, ScenarioKafka}
+var AllScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash, ScenarioKafka,
+	ScenarioEmbedded, ScenarioPublish, ScenarioHTTP}
 
 // Config sets what Run measures. Zero fields take the defaults given here,
 // which are the full run; Quick returns a configuration for a fast check.
@@ -60,6 +74,14 @@ type Config struct {
 	// N is the number of timers per throughput phase for ontime and the
 	// pipeline baseline. Default 100000.
 	N int `json:"n"`
+	// EmbeddedN is the number of timers per phase of the embedded
+	// scenario, for every system in it (ontime's embedded store and River
+	// on SQLite). Default 20000: River on SQLite moves a few hundred to a
+	// thousand timers a second here, so 100000 would take an hour.
+	EmbeddedN int `json:"embedded_n"`
+	// PublishFor is how long each measurement of the publish scenario
+	// publishes. Default 3s.
+	PublishFor time.Duration `json:"publish_for"`
 	// PeerN is the number of timers per throughput phase for asynq and
 	// river, which are an order of magnitude slower. Default 5000.
 	PeerN int `json:"peer_n"`
@@ -140,6 +162,18 @@ type Config struct {
 	// memory measurement. Default 50000.
 	KafkaMemory int `json:"kafka_memory"`
 
+	// HTTPConcurrency and HTTPFor shape the HTTP scenario: connections of
+	// `ontime bench-api` and how long each run sends. Defaults 32 and 8s.
+	HTTPConcurrency int           `json:"http_concurrency"`
+	HTTPFor         time.Duration `json:"http_for"`
+	// HTTPBaseline is a git ref (a commit, a tag) whose `ontime` the HTTP
+	// scenario also builds and measures in the same run, as the baseline
+	// of the "HTTP publish ≥ 2× now" target. Empty: this tree only.
+	HTTPBaseline string `json:"http_baseline,omitempty"`
+	// OntimeBin is the ontime binary of this tree for the HTTP scenario;
+	// default: built with go build from the tree the harness runs in.
+	OntimeBin string `json:"-"`
+
 	// RedisServer is the redis-server binary; default from PATH.
 	RedisServer string `json:"-"`
 	// PGBin is the directory of initdb and postgres; default: PATH, then
@@ -155,7 +189,7 @@ type Config struct {
 // well under a minute.
 func Quick() Config {
 	return Config{
-		Runs: 1, N: 5000, PeerN: 2000, W: 32, Publishers: 8, Rate: 500,
+		Runs: 1, N: 5000, PeerN: 2000, EmbeddedN: 5000, PublishFor: time.Second, HTTPFor: 2 * time.Second, W: 32, Publishers: 8, Rate: 500,
 		LatenessFor: time.Second, Idle: 2 * time.Second, MemoryTimers: 2000,
 		ScaleSizes: []int{1000, 20000}, ScaleClaims: 200, CrashTimers: 500,
 		CrashLease: time.Second, CrashWait: 20 * time.Second, RawOps: 100000, PhaseTimeout: time.Minute,
@@ -181,6 +215,10 @@ func (c Config) withDefaults() Config {
 	def(&c.Runs, 3)
 	def(&c.N, 100000)
 	def(&c.PeerN, 5000)
+	def(&c.EmbeddedN, 20000)
+	defD(&c.PublishFor, 3*time.Second)
+	def(&c.HTTPConcurrency, 32)
+	defD(&c.HTTPFor, 8*time.Second)
 	def(&c.W, 64)
 	def(&c.Publishers, 16)
 	def(&c.Batch, 100)
@@ -229,6 +267,29 @@ func allSpecs(cfg Config) []sysSpec {
 	out = append(out, asynqSpecs(cfg)...)
 	out = append(out, riverSpecs(cfg)...)
 	out = append(out, pipelineSpec())
+	out = append(out, embeddedSpecs(cfg)...)
+	out = append(out, riverSQLiteSpecs(cfg)...)
+	out = append(out, publishBaselineSpecs(cfg)...)
+	return out
+}
+
+// originalScenarios are the scenarios a system without
+// sysSpec.Scenarios takes part in.
+var originalScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash, ScenarioKafka}
+
+// specsFor returns the systems of specs that take part in scenario (see
+// sysSpec.Scenarios).
+func specsFor(specs []sysSpec, scenario string) []sysSpec {
+	var out []sysSpec
+	for _, s := range specs {
+		in := s.Scenarios
+		if len(in) == 0 {
+			in = originalScenarios
+		}
+		if slices.Contains(in, scenario) {
+			out = append(out, s)
+		}
+	}
 	return out
 }
 
@@ -270,6 +331,13 @@ type Report struct {
 	Scale      []ScaleResult      `json:"scale,omitempty"`
 	Crash      []CrashResult      `json:"crash,omitempty"`
 	Kafka      *KafkaResult       `json:"kafka,omitempty"`
+	// Embedded holds the embedded scenario: throughput phases of the
+	// embedded stores.
+	Embedded []ThroughputResult `json:"embedded,omitempty"`
+	// Publish holds the one-by-one publish scenario.
+	Publish []PublishResult `json:"publish,omitempty"`
+	// HTTP holds the HTTP publish scenario.
+	HTTP []HTTPResult `json:"http,omitempty"`
 	// Carried lists the scenarios this report did not run and took from
 	// the previous results.json, with the date of that run.
 	Carried []string `json:"carried,omitempty"`
@@ -336,25 +404,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		b.raw(ctx)
 	}
 	if cfg.has(ScenarioThroughput) {
-		b.throughput(ctx, specs)
+		b.throughput(ctx, specsFor(specs, ScenarioThroughput))
 	}
 	if cfg.has(ScenarioLateness) {
-		b.lateness(ctx, specs)
+		b.lateness(ctx, specsFor(specs, ScenarioLateness))
 	}
 	if cfg.has(ScenarioIdle) {
-		b.idle(ctx, specs)
+		b.idle(ctx, specsFor(specs, ScenarioIdle))
 	}
 	if cfg.has(ScenarioMemory) {
-		b.memory(ctx, specs)
+		b.memory(ctx, specsFor(specs, ScenarioMemory))
 	}
 	if cfg.has(ScenarioScale) {
-		b.scale(ctx, specs)
+		b.scale(ctx, specsFor(specs, ScenarioScale))
 	}
 	if cfg.has(ScenarioCrash) {
-		b.crash(ctx, specs)
+		b.crash(ctx, specsFor(specs, ScenarioCrash))
 	}
 	if cfg.has(ScenarioKafka) {
 		b.kafka(ctx)
+	}
+	if cfg.has(ScenarioEmbedded) {
+		b.embedded(ctx, specsFor(specs, ScenarioEmbedded))
+	}
+	if cfg.has(ScenarioPublish) {
+		b.publishScenario(ctx, specsFor(specs, ScenarioPublish))
+	}
+	if cfg.has(ScenarioHTTP) {
+		b.http(ctx)
 	}
 	if e.pg != nil {
 		rep.Host.Postgres = e.pg.Version

@@ -163,7 +163,7 @@ func evaluateTargets(r *Report) []Target {
 	} else {
 		add("Kafka republisher (kfake)", "p99 ≤ 20 ms, 0 early; ≥ 0.7× a forwarder", "-", statusNotMeas)
 	}
-	return out
+	return append(out, embeddedTargets(r)...)
 }
 
 // carryOver fills the scenarios this run did not measure from the previous
@@ -184,7 +184,15 @@ func carryOver(r *Report, dir string) {
 			return
 		}
 		copyOld()
-		r.Carried = append(r.Carried, scenario+" (run of "+when+")")
+		// A scenario the previous report had carried itself keeps the date
+		// of the run that measured it.
+		label := scenario + " (run of " + when + ")"
+		for _, c := range old.Carried {
+			if strings.HasPrefix(c, scenario+" ") {
+				label = c
+			}
+		}
+		r.Carried = append(r.Carried, label)
 	}
 	carry(ScenarioRaw, old.Raw != nil, func() { r.Raw = old.Raw })
 	carry(ScenarioThroughput, len(old.Throughput) > 0, func() { r.Throughput = old.Throughput })
@@ -194,9 +202,26 @@ func carryOver(r *Report, dir string) {
 	carry(ScenarioScale, len(old.Scale) > 0, func() { r.Scale = old.Scale })
 	carry(ScenarioCrash, len(old.Crash) > 0, func() { r.Crash = old.Crash })
 	carry(ScenarioKafka, old.Kafka != nil, func() { r.Kafka = old.Kafka })
+	carry(ScenarioEmbedded, len(old.Embedded) > 0, func() { r.Embedded, r.Config.EmbeddedN = old.Embedded, old.Config.EmbeddedN })
+	carry(ScenarioPublish, len(old.Publish) > 0, func() { r.Publish, r.Config.PublishFor = old.Publish, old.Config.PublishFor })
+	carry(ScenarioHTTP, len(old.HTTP) > 0, func() {
+		r.HTTP = old.HTTP
+		r.Config.HTTPBaseline, r.Config.HTTPConcurrency, r.Config.HTTPFor = old.Config.HTTPBaseline, old.Config.HTTPConcurrency, old.Config.HTTPFor
+	})
+	// Systems of carried scenarios that this run did not open stay listed.
+	for _, s := range old.Systems {
+		if !slices.ContainsFunc(r.Systems, func(x sysSpec) bool { return x.Name == s.Name }) {
+			r.Systems = append(r.Systems, s)
+		}
+	}
 	if len(r.Carried) > 0 && r.Host.Redis == "" {
 		r.Host.Redis = old.Host.Redis
 	}
+}
+
+// carried reports whether scenario was taken from the previous results.
+func carried(r *Report, scenario string) bool {
+	return slices.ContainsFunc(r.Carried, func(c string) bool { return strings.HasPrefix(c, scenario+" ") })
 }
 
 // writeOutputs writes BENCHMARKS.md (replacing the generated part), the
@@ -274,7 +299,10 @@ func renderCharts(r *Report) map[string][]byte {
 		}
 		out["publish.png"] = barChart("Publish rate (timers/s, median) vs raw pipelined ZADD", "timers/s (redis-benchmark: ZADD ops/s)", bars, nil)
 	}
-	if len(r.Lateness) > 0 {
+	// A carried lateness scenario has no samples (results.json keeps the
+	// summaries only): its chart is left as the run that measured it drew
+	// it.
+	if slices.ContainsFunc(r.Lateness, func(l LatenessResult) bool { return len(l.samples) > 0 }) {
 		var ss []series
 		for _, l := range r.Lateness {
 			s := slices.Clone(l.samples)
@@ -293,6 +321,7 @@ func renderCharts(r *Report) map[string][]byte {
 		}
 		out["scale.png"] = barChart("Claim latency p99 by pending far-future timers", "claim p99, ms", bars, nil)
 	}
+	embeddedCharts(r, out)
 	return out
 }
 
@@ -326,7 +355,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 	p("_Generated %s by `%s` in %s._\n\n", r.Started.UTC().Format("2006-01-02 15:04 UTC"), commandLine(r), r.Duration.Round(time.Second))
 	p("Regenerate everything (this file, `bench/*.png`, `bench/results.json`) from the repository root:\n\n")
 	p("```sh\ngo run ./bench/cmd/ontime-bench -out docs            # full run\ngo run ./bench/cmd/ontime-bench -quick -out /tmp/q   # a small check, about a minute\n```\n\n")
-	p("Go benchmarks of the same scenarios (b.N counts timers; they skip when redis-server or PostgreSQL is missing): `cd bench && go test -run '^$' -bench 'E2E|PublishBatch' -benchtime 100000x ./harness`; `-bench Lateness -benchtime 8000x`; `-bench 'Idle|Memory'` (idle time from ONTIME_BENCH_IDLE, default 5s); `ONTIME_BENCH_SCALE=10k,1M,10M` with `-bench ClaimScale -benchtime 2000x`.\n\n")
+	p("Go benchmarks of the same scenarios (b.N counts timers; they skip when redis-server or PostgreSQL is missing): `cd bench && go test -run '^$' -bench 'E2E|PublishBatch' -benchtime 100000x ./harness` (E2E includes ontime-embedded and river-sqlite-tuned); `-bench Lateness -benchtime 8000x`; `-bench 'Idle|Memory'` (idle time from ONTIME_BENCH_IDLE, default 5s); `ONTIME_BENCH_SCALE=10k,1M,10M` with `-bench ClaimScale -benchtime 2000x`.\n\n")
 
 	p("## Method\n\n")
 	h := r.Host
@@ -346,7 +375,8 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 	p("- **Idle**: workers on %d fresh queues per system sit idle for %s, then each queue gets one timer due %s later.\n", c.Runs, c.Idle, c.IdleDelay)
 	p("- **Memory**: `INFO memory` used_memory after publishing %d timers due in a day, minus before, on an emptied Redis, divided by the count.\n", c.MemoryTimers)
 	p("- **Scale**: one topic grows to each size in turn with far-future timers (distinct due times, one millisecond apart; loaded by a server-side Lua script that clones one timer published through the driver into the layout's exact keys and record format, since the publish path is measured elsewhere); at each size, %d rounds of %d times: publish one due timer, then time one `Claim` (driver call, one script) that takes it, and ack it; the table shows the round whose p99 is the median of the rounds' p99s (all of them in the last column). The scale target is about the native layout; the compatible layout runs the sizes up to %s.\n", max(c.Runs, 1), c.ScaleClaims, compatMaxStr(c.ScaleCompatMax))
-	p("- **Crash**: %d timers due now; a worker subprocess with lease %s handles about half (each handler sleeps 2 ms), is killed with SIGKILL, and a new worker gets %s to finish the rest.\n\n", c.CrashTimers, c.CrashLease, c.CrashWait)
+	p("- **Crash**: %d timers due now; a worker subprocess with lease %s handles about half (each handler sleeps 2 ms), is killed with SIGKILL, and a new worker gets %s to finish the rest.\n", c.CrashTimers, c.CrashLease, c.CrashWait)
+	p("%s\n", embeddedMethod(r))
 	p("Systems:\n\n| system | store | settings |\n|---|---|---|\n")
 	for _, s := range r.Systems {
 		p("| %s | %s | %s |\n", s.Name, s.Store, s.Settings)
@@ -432,7 +462,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 				100*float64(m.EarlyShare), f2(m.EarlyMax), median(rates))
 		}
 		p("\n")
-		if _, ok := charts["lateness.png"]; ok {
+		if _, ok := charts["lateness.png"]; ok || carried(r, ScenarioLateness) {
 			p("![lateness CDF](%slateness.png)\n\n", chartPrefix)
 		}
 	}
@@ -534,6 +564,8 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 		}
 	}
 
+	b.WriteString(embeddedMarkdown(r, chartPrefix, charts))
+
 	if len(r.Carried) > 0 {
 		p("Not run this time, taken from the previous `results.json`: %s.\n\n", strings.Join(r.Carried, "; "))
 	}
@@ -599,6 +631,15 @@ func Summary(r *Report) string {
 	}
 	for _, cr := range r.Crash {
 		fmt.Fprintf(&b, "  crash      %-14s redelivered %d lost %d\n", cr.System, cr.Redelivered, cr.Lost)
+	}
+	for _, t := range r.Embedded {
+		fmt.Fprintf(&b, "  embedded   %-18s e2e %8s/s  publish batch %8s/s  fire+ack %8s/s\n", t.System, fmtRate(t.Median.E2E), fmtRate(t.Median.PublishBatch), fmtRate(t.Median.Drain[0]))
+	}
+	for _, pr := range r.Publish {
+		fmt.Fprintf(&b, "  publish    %-22s %s\n", pr.System, fmtPublishRates(pr.Median))
+	}
+	for _, h := range r.HTTP {
+		fmt.Fprintf(&b, "  http       %-8s %-16s %8s req/s  p99 %s ms\n", h.Store, h.Build, fmtRate(h.Median.PerSecond), f2(h.Median.P99))
 	}
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "  target [%s] %s (%s): %s\n", t.Status, t.What, t.Goal, t.Measured)

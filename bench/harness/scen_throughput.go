@@ -121,6 +121,19 @@ func (b *bench) throughput(ctx context.Context, specs []sysSpec) {
 	cfg := b.cfg
 	b.logf("== throughput: N=%d (peers %d), W=%d, %d publishers, batch %d, body %d B, %d runs",
 		cfg.N, cfg.PeerN, cfg.W, cfg.Publishers, cfg.Batch, cfg.BodySize, cfg.Runs)
+	b.rep.Throughput = append(b.rep.Throughput, b.throughputRuns(ctx, "throughput", specs, func(spec sysSpec) int {
+		if spec.Family == "asynq" || spec.Family == "river" {
+			return cfg.PeerN
+		}
+		return cfg.N
+	})...)
+}
+
+// throughputRuns runs throughputRun cfg.Runs times for every system of
+// specs, with nFor(spec) timers, and returns the results with their
+// medians. label names the scenario in the log.
+func (b *bench) throughputRuns(ctx context.Context, label string, specs []sysSpec, nFor func(sysSpec) int) []ThroughputResult {
+	cfg := b.cfg
 	type st struct {
 		spec sysSpec
 		sys  system
@@ -132,11 +145,7 @@ func (b *bench) throughput(ctx context.Context, specs []sysSpec) {
 		if sys == nil {
 			continue
 		}
-		n := cfg.N
-		if spec.Family == "asynq" || spec.Family == "river" {
-			n = cfg.PeerN
-		}
-		s := &st{spec: spec, sys: sys, res: &ThroughputResult{System: spec.Name, N: n}}
+		s := &st{spec: spec, sys: sys, res: &ThroughputResult{System: spec.Name, N: nFor(spec)}}
 		all = append(all, s)
 	}
 	defer func() {
@@ -154,19 +163,21 @@ func (b *bench) throughput(ctx context.Context, specs []sysSpec) {
 			r, err := b.throughputRun(ctx, s.spec, s.sys, s.res.N)
 			if err != nil {
 				s.res.Err = err.Error()
-				b.errorf("throughput %s run %d: %v", s.spec.Name, run+1, err)
+				b.errorf("%s %s run %d: %v", label, s.spec.Name, run+1, err)
 				continue
 			}
-			b.logf("throughput %-14s run %d: publish %s/s single, %s/s batch; fire+ack %s/s; e2e %s/s; rt/timer pub %.2f work %.2f; redis cpu us/timer pub %.2f work %.2f",
-				s.spec.Name, run+1, fmtRate(r.PublishSingle), fmtRate(r.PublishBatch), fmtRate(F(median(fs(r.Drain)))), fmtRate(r.E2E),
+			b.logf("%s %-14s run %d: publish %s/s single, %s/s batch; fire+ack %s/s; e2e %s/s; rt/timer pub %.2f work %.2f; redis cpu us/timer pub %.2f work %.2f",
+				label, s.spec.Name, run+1, fmtRate(r.PublishSingle), fmtRate(r.PublishBatch), fmtRate(F(median(fs(r.Drain)))), fmtRate(r.E2E),
 				r.RTPublishSingle, r.RTWork, r.RedisCPUPublishBatch, r.RedisCPUWork)
 			s.res.Runs = append(s.res.Runs, r)
 		}
 	}
+	var out []ThroughputResult
 	for _, s := range all {
 		s.res.Median = medianThroughput(s.res.Runs)
-		b.rep.Throughput = append(b.rep.Throughput, *s.res)
+		out = append(out, *s.res)
 	}
+	return out
 }
 
 func fs(v []F) []float64 {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,8 +51,9 @@ func ontimeSpecs(Config) []sysSpec {
 	return []sysSpec{
 		{
 			Name: "ontime", Family: "ontime", Store: "redis", Batch: true,
-			Settings: "native layout; MaxConcurrency = W, ClaimBatch 256, PollInterval 1s (defaults, wake-ups on); go-redis PoolSize 64",
-			open:     open(ontimeredis.Native),
+			Settings:  "native layout; MaxConcurrency = W, ClaimBatch 256, PollInterval 1s (defaults, wake-ups on); go-redis PoolSize 64",
+			Scenarios: append(slices.Clone(originalScenarios), ScenarioPublish),
+			open:      open(ontimeredis.Native),
 		},
 		{
 			Name: "ontime-compat", Family: "ontime", Store: "redis", Batch: true,
@@ -100,35 +102,7 @@ func openOntimeWith(e *env, layout ontimeredis.Layout, hooks []any) (*ontimeSyst
 }
 
 func (s *ontimeSystem) publish(ctx context.Context, queue string, ts []timer, batch int) error {
-	if batch <= 1 {
-		for _, t := range ts {
-			var opts []ontime.PublishOption
-			if !t.due.IsZero() {
-				opts = append(opts, ontime.At(t.due))
-			}
-			if _, err := s.client.Publish(ctx, queue, t.body, opts...); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	buf := make([]ontime.Timer, 0, batch)
-	for lo := 0; lo < len(ts); lo += batch {
-		buf = buf[:0]
-		for _, t := range ts[lo:min(lo+batch, len(ts))] {
-			buf = append(buf, ontime.Timer{Body: t.body, At: t.due})
-		}
-		res, err := s.client.PublishBatch(ctx, queue, buf)
-		if err != nil {
-			return err
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				return r.Err
-			}
-		}
-	}
-	return nil
+	return clientPublish(ctx, s.client, queue, ts, batch)
 }
 
 func (s *ontimeSystem) work(_ context.Context, queue string, w int, h func([]byte)) (func(context.Context), error) {

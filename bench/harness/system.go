@@ -52,7 +52,14 @@ type sysSpec struct {
 	// Tuned marks a variant that differs from another only on the worker
 	// side: its publish rates are not measured again.
 	Tuned bool `json:"tuned"`
-	open  func(e *env) (system, error)
+	// Scenarios are the scenarios the system takes part in (each scenario
+	// may still skip systems it does not apply to, e.g. memory skips
+	// non-Redis stores). Empty means the original set (originalScenarios:
+	// raw to kafka); scenarios added later (embedded, publish, http, ...)
+	// run only the systems that name them here, so a new scenario adds
+	// itself to the systems it wants without touching the others.
+	Scenarios []string `json:"scenarios,omitempty"`
+	open      func(e *env) (system, error)
 }
 
 // env is what systems and scenarios share in one harness run.

@@ -48,6 +48,21 @@
 // in parallel with each other and with the writer. They see only committed
 // (and so fsynced) writes.
 //
+// # Leases and restarts
+//
+// Only one process has the file open at a time, and leases are held by
+// that process's workers, so leases found in the file when it is opened
+// belong to a process that is gone: Open drops them (with one log line),
+// and their timers are due again at once, keeping the attempt their claim
+// counted. A crash therefore delays nothing by a lease, and a message that
+// crashes the process moves towards MaxAttempts with each crash.
+//
+// Claims wait for their commit's fsync, which is long next to a quick
+// handler, so the Driver reports [Driver.SlowClaims] and ontime's workers
+// claim ahead of their free handler slots (TopicOptions.ClaimAhead): the
+// next claim shares a commit with the current batch's acks and with
+// concurrent publishes.
+//
 // # Time
 //
 // The store's clock is the process clock (time.Now). Instants are kept in

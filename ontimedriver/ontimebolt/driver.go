@@ -15,7 +15,10 @@ import (
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-var _ ontimedriver.Driver = (*Driver)(nil)
+var (
+	_ ontimedriver.Driver     = (*Driver)(nil)
+	_ ontimedriver.SlowClaims = (*Driver)(nil)
+)
 
 // Driver is the embedded store. It is safe for concurrent use. Create it with
 // Open and release it with Close.
@@ -44,6 +47,11 @@ type Driver struct {
 	subs       map[string]map[*subscription]struct{}
 	subsClosed bool
 }
+
+// SlowClaims reports true: a Claim waits for its commit's fsync, so
+// workers claim ahead of their free handler slots (see
+// ontimedriver.SlowClaims).
+func (d *Driver) SlowClaims() bool { return true }
 
 // Path returns the file the driver keeps its timers in.
 func (d *Driver) Path() string { return d.path }

@@ -723,18 +723,24 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 
 	d2 := reopen(t, path, &ontimebolt.Options{CheckOnOpen: true})
-	if c, _ := d2.Count(ctx, "q"); c != (ontimedriver.Counts{Scheduled: 1, Leased: 1, Dead: 1}) {
+	// The lease of the closed driver's process is dropped at Open: its
+	// timer is due again at once, the attempt its claim counted kept, and
+	// the old token refused. New tokens do not repeat old ones.
+	if c, _ := d2.Count(ctx, "q"); c != (ontimedriver.Counts{Scheduled: 2, Leased: 0, Dead: 1}) {
 		t.Errorf("Count after reopen = %+v", c)
 	}
-	// The lease survives the restart and its token still works; new tokens
-	// do not repeat old ones.
-	schedule(t, d2, "q", ontimedriver.NewTimer{ID: "d"})
+	if ti, err := d2.Get(ctx, "q", "c"); err != nil || ti.State != ontimedriver.StateScheduled || ti.Attempt != 1 {
+		t.Errorf("c after reopen = %+v, %v; want scheduled, attempt 1", ti, err)
+	}
+	if errs := settle(t, d2, "q", ontimedriver.Settlement{Lease: ontimedriver.Lease{ID: "c", Token: r.Timers[0].Token}}); !errors.Is(errs[0], ontimedriver.ErrLeaseLost) {
+		t.Errorf("ack with a pre-restart token: %v, want ErrLeaseLost", errs[0])
+	}
 	r2 := claim(t, d2, "q", 1, time.Hour)
+	if len(r2.Timers) != 1 || r2.Timers[0].ID != "c" || r2.Timers[0].Attempt != 2 {
+		t.Fatalf("claim after reopen = %+v; want c at attempt 2", r2.Timers)
+	}
 	if r2.Timers[0].Token == r.Timers[0].Token {
 		t.Error("token reused after reopen")
-	}
-	if errs := settle(t, d2, "q", ontimedriver.Settlement{Lease: ontimedriver.Lease{ID: "c", Token: r.Timers[0].Token}}); errs[0] != nil {
-		t.Errorf("ack with a pre-restart token: %v", errs[0])
 	}
 	page, _ := d2.ListDead(ctx, "q", ontimedriver.ListOptions{})
 	if len(page.Dead) != 1 || string(page.Dead[0].Payload) != "A" {

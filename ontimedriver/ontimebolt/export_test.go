@@ -63,3 +63,6 @@ func SetSyncDir(o *Options, f func(dir string) error) { o.syncDir = f }
 
 // SyncDir is syncDir, the directory fsync Open uses.
 var SyncDir = syncDir
+
+// TxStats returns bbolt's cumulative transaction statistics of d's file.
+func TxStats(d *Driver) bbolt.TxStats { return d.db.Stats().TxStats }

@@ -54,6 +54,10 @@ func Open(path string, opts *Options) (*Driver, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := d.dropLeases(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := syncParent(path, o.syncDir); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -333,4 +337,80 @@ func (d *Driver) initLayout() error {
 		_, err = tx.CreateBucketIfNotExists(bucketTopics)
 		return err
 	})
+}
+
+// dropLeases ends every lease found in the file at Open. Only one process
+// has the file open at a time, and its workers hold leases only while it
+// runs, so a lease found at Open belongs to a process that is gone (it
+// crashed, or closed the store without settling): nobody can settle it, and
+// waiting for its deadline would only delay the timer. Each such timer is
+// due again at once, at its own due time, keeping the attempt its last
+// claim counted, so a timer whose handler crashed the process still moves
+// towards MaxAttempts. A file without leases is not written.
+func (d *Driver) dropLeases() error {
+	var topics []string
+	err := d.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
+			tb, err := lookupTopic(tx, d.path, string(name))
+			if err != nil {
+				return err
+			}
+			if k, _ := tb.leases.Cursor().First(); k != nil {
+				topics = append(topics, string(name))
+			}
+			return nil
+		})
+	})
+	if err != nil || len(topics) == 0 {
+		return err
+	}
+	dropped := 0
+	err = d.update(func(tx *bbolt.Tx) error {
+		dropped = 0
+		for _, topic := range topics {
+			tb, err := lookupTopic(tx, d.path, topic)
+			if err != nil {
+				return err
+			}
+			var keys [][]byte
+			c := tb.leases.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				_, idb, ok := splitKey(k)
+				if !ok {
+					if err := tb.leases.Delete(k); err != nil {
+						return err
+					}
+					continue
+				}
+				id := string(idb)
+				rec, found, err := tb.getTimer(id)
+				if !found || err != nil || !rec.leased() {
+					// A stale entry, or a damaged record (Claim moves
+					// that to the dead letters later): drop the entry.
+					if err := tb.leases.Delete(k); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := tb.unindex(id, &rec); err != nil {
+					return err
+				}
+				rec.token, rec.leaseUntil = 0, 0
+				if err := tb.putTimer(id, &rec); err != nil {
+					return err
+				}
+				dropped++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("ontimebolt: %s: drop the leases of a previous process: %w", d.path, err)
+	}
+	d.log.Info("ontimebolt: leases of a previous process dropped; their timers are due again at once",
+		"path", d.path, "timers", dropped)
+	return nil
 }

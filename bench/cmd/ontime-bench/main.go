@@ -41,6 +41,8 @@ func run() error {
 		runs      = flag.Int("runs", 0, "repetitions per measurement (default 3)")
 		n         = flag.Int("n", 0, "throughput timers per phase for ontime and the pipeline (default 100000)")
 		peerN     = flag.Int("peer-n", 0, "throughput timers per phase for asynq and river (default 5000)")
+		embN      = flag.Int("embedded-n", 0, "timers per phase of the embedded scenario, every system (default 20000)")
+		pubFor    = flag.Duration("publish-for", 0, "publish scenario: publishing time per measurement (default 3s)")
 		w         = flag.Int("w", 0, "handler concurrency W (default 64)")
 		rate      = flag.Int("rate", 0, "lateness publish rate R, timers/s (default 2000)")
 		latFor    = flag.Duration("lateness-for", 0, "lateness publishing time per run (default 4s)")
@@ -54,6 +56,9 @@ func run() error {
 		kafkaN    = flag.Int("kafka-n", 0, "due records per Kafka throughput run (default 200000)")
 		kafkaRate = flag.Int("kafka-rate", 0, "Kafka lateness publish rate, records/s (default 2000)")
 		kafkaFor  = flag.Duration("kafka-for", 0, "Kafka lateness publishing time (default 30s)")
+		httpBase  = flag.String("http-baseline", "", "git ref whose ontime the http scenario also measures, as its baseline (e.g. a commit before a change)")
+		httpFor   = flag.Duration("http-for", 0, "http scenario: sending time per run (default 8s)")
+		ontimeBin = flag.String("ontime-bin", "", "ontime binary for the http scenario (default: go build ./cmd/ontime from this tree)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
 	)
 	flag.Parse()
@@ -100,6 +105,8 @@ func run() error {
 	setInt(&cfg.Runs, *runs)
 	setInt(&cfg.N, *n)
 	setInt(&cfg.PeerN, *peerN)
+	setInt(&cfg.EmbeddedN, *embN)
+	setDur(&cfg.PublishFor, *pubFor)
 	setInt(&cfg.W, *w)
 	setInt(&cfg.Rate, *rate)
 	setDur(&cfg.LatenessFor, *latFor)
@@ -110,6 +117,8 @@ func run() error {
 	setInt(&cfg.KafkaN, *kafkaN)
 	setInt(&cfg.KafkaRate, *kafkaRate)
 	setDur(&cfg.KafkaFor, *kafkaFor)
+	setDur(&cfg.HTTPFor, *httpFor)
+	cfg.HTTPBaseline, cfg.OntimeBin = *httpBase, *ontimeBin
 	if *scale != "" {
 		cfg.ScaleSizes = nil
 		for _, f := range strings.Split(*scale, ",") {

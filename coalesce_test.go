@@ -1,0 +1,371 @@
+package ontime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+)
+
+// gatedDriver records every Schedule call (the ids it carried) and holds
+// the calls while the gate is shut, so that publishes queue behind them.
+type gatedDriver struct {
+	ontimedriver.Driver
+	mu      sync.Mutex
+	calls   [][]string
+	ctxs    []context.Context
+	shut    bool
+	opened  chan struct{}
+	entered chan struct{}
+	panicOn string // a call carrying this id panics (after the gate)
+}
+
+func newGatedDriver(t *testing.T) *gatedDriver {
+	d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return &gatedDriver{Driver: d, entered: make(chan struct{}, 100)}
+}
+
+// shutGate makes the next Schedule calls wait until openGate; entered is
+// emptied, so that the next receive from it sees the next call.
+func (g *gatedDriver) shutGate() {
+	for len(g.entered) > 0 {
+		<-g.entered
+	}
+	g.mu.Lock()
+	g.shut, g.opened = true, make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedDriver) openGate() {
+	g.mu.Lock()
+	g.shut = false
+	close(g.opened)
+	g.mu.Unlock()
+}
+
+func (g *gatedDriver) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	g.mu.Lock()
+	g.calls = append(g.calls, ids)
+	g.ctxs = append(g.ctxs, ctx)
+	shut, opened := g.shut, g.opened
+	g.mu.Unlock()
+	g.entered <- struct{}{}
+	if shut {
+		<-opened
+	}
+	for _, id := range ids {
+		if g.panicOn != "" && id == g.panicOn {
+			panic("driver bug")
+		}
+	}
+	return g.Driver.Schedule(ctx, topic, ts, m)
+}
+
+func (g *gatedDriver) callIDs() [][]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([][]string(nil), g.calls...)
+}
+
+// queued waits until n publishes wait in the client's queues.
+func queued(t *testing.T, c *Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.pub.mu.Lock()
+		got := 0
+		for _, l := range c.pub.lanes {
+			got += len(l.queue)
+		}
+		c.pub.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d publishes queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type ctxMark struct{}
+
+// TestPublishCoalescing: a lone Publish makes its own store call with its
+// own context; publishes that arrive while a call is under way share the
+// next call, each with its own result.
+func TestPublishCoalescing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	c, err := NewClient(g, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Alone: one call, one timer, the caller's own context.
+	mctx := context.WithValue(ctx, ctxMark{}, "mine")
+	if _, err := c.Publish(mctx, "t", "x", WithID("lone")); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	if calls := g.callIDs(); len(calls) != 1 || len(calls[0]) != 1 || g.ctxs[0] != mctx {
+		t.Fatalf("lone publish: calls %v, ctx passed as is: %v", calls, g.ctxs[0] == mctx)
+	}
+
+	// Busy: 20 publishes queue behind a held call and go in one call.
+	g.shutGate()
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Publish(ctx, "t", "x", WithID("first"))
+		first <- err
+	}()
+	<-g.entered
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := c.Publish(ctx, "t", "x", WithID(fmt.Sprintf("q%02d", i)))
+			errs <- err
+		}()
+	}
+	queued(t, c, n)
+	g.openGate()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := g.callIDs()
+	if len(calls) != 3 || len(calls[2]) != n {
+		t.Fatalf("calls = %v, want the lone one, the held one, then one call of %d", calls, n)
+	}
+	for i := range n {
+		if _, err := c.Get(ctx, "t", fmt.Sprintf("q%02d", i)); err != nil {
+			t.Errorf("q%02d: %v", i, err)
+		}
+	}
+
+	// A PublishBatch of one timer (the server's single-timer endpoint)
+	// shares calls the same way, with its result and due time.
+	g.shutGate()
+	go func() {
+		_, err := c.Publish(ctx, "t", "x", WithID("first2"))
+		first <- err
+	}()
+	<-g.entered
+	type batchOut struct {
+		res []PublishResult
+		err error
+	}
+	bouts := make(chan batchOut, 5)
+	for i := range 5 {
+		go func() {
+			res, err := c.PublishBatch(ctx, "t", []Timer{{ID: fmt.Sprintf("b%d", i), Delay: time.Hour}})
+			bouts <- batchOut{res, err}
+		}()
+	}
+	queued(t, c, 5)
+	g.openGate()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		o := <-bouts
+		if o.err != nil || len(o.res) != 1 || o.res[0].Err != nil || o.res[0].Due.Before(time.Now().Add(50*time.Minute)) {
+			t.Fatalf("PublishBatch of one: %+v, %v", o.res, o.err)
+		}
+	}
+	if calls := g.callIDs(); len(calls) != 5 || len(calls[4]) != 5 {
+		t.Fatalf("calls = %v, want the five single-timer batches in one call", calls)
+	}
+}
+
+// TestPublishCoalescingPerTimerErrors: in a shared call, IfAbsent refuses
+// only the timer whose id exists; a caller that gives up while queued gets
+// its context's error and its timer is not written; two publishes of one
+// id go in separate calls, in order.
+func TestPublishCoalescingPerTimerErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	c, err := NewClient(g, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, "t", "old", WithID("x"), IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+
+	g.shutGate()
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.Publish(ctx, "t", "held", WithID("h"), IfAbsent())
+		held <- err
+	}()
+	<-g.entered
+	type out struct {
+		id  string
+		err error
+	}
+	outs := make(chan out, 4)
+	pub := func(ctx context.Context, id, body string) {
+		_, err := c.Publish(ctx, "t", body, WithID(id), IfAbsent())
+		outs <- out{id, err}
+	}
+	go pub(ctx, "x", "new")
+	go pub(ctx, "z", "z")
+	gone, giveUp := context.WithCancel(ctx)
+	go pub(gone, "gone", "gone")
+	queued(t, c, 3)
+	giveUp()
+	if o := <-outs; o.id != "gone" || !errors.Is(o.err, context.Canceled) {
+		t.Fatalf("first answer %s: %v, want gone: context canceled", o.id, o.err)
+	}
+	queued(t, c, 2)
+	g.openGate()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		o := <-outs
+		switch {
+		case o.id == "x" && !errors.Is(o.err, ErrExists):
+			t.Errorf("x: %v, want ErrExists", o.err)
+		case o.id == "z" && o.err != nil:
+			t.Errorf("z: %v", o.err)
+		}
+	}
+	if ti, err := c.Get(ctx, "t", "x"); err != nil || string(ti.Body) != "old" {
+		t.Errorf("x = %v, %v; want the old body kept", ti, err)
+	}
+	if _, err := c.Get(ctx, "t", "gone"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("gone: %v, want ErrNotFound", err)
+	}
+
+	// The same id twice while a call is held: two calls, the later body
+	// wins.
+	g.shutGate()
+	go func() {
+		_, err := c.Publish(ctx, "t", "held", WithID("h2"))
+		held <- err
+	}()
+	<-g.entered
+	go func() {
+		_, err := c.Publish(ctx, "t", "one", WithID("same"))
+		outs <- out{"same1", err}
+	}()
+	queued(t, c, 1)
+	go func() {
+		_, err := c.Publish(ctx, "t", "two", WithID("same"))
+		outs <- out{"same2", err}
+	}()
+	queued(t, c, 2)
+	before := len(g.callIDs())
+	g.openGate()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if o := <-outs; o.err != nil {
+			t.Fatalf("%s: %v", o.id, o.err)
+		}
+	}
+	if calls := g.callIDs()[before:]; len(calls) != 2 || len(calls[0]) != 1 || len(calls[1]) != 1 {
+		t.Errorf("calls for the same id twice = %v, want two calls of one", calls)
+	}
+	if ti, err := c.Get(ctx, "t", "same"); err != nil || string(ti.Body) != "two" {
+		t.Errorf("same = %v, %v; want body two", ti, err)
+	}
+}
+
+// TestPublishCoalescingDriverPanic: a driver that panics fails the shared
+// call for every caller in it (none is told its timer was written), the
+// panic reaches the caller that made the call, and the topic's later
+// publishes are not stuck behind it.
+func TestPublishCoalescingDriverPanic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	g.panicOn = "boom"
+	c, err := NewClient(g, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(id string) (panicked any, err error) {
+		defer func() { panicked = recover() }()
+		_, err = c.Publish(ctx, "t", "x", WithID(id))
+		return nil, err
+	}
+	if p, _ := publish("boom"); p == nil {
+		t.Fatal("a lone call: the driver's panic did not reach the caller")
+	}
+	<-g.entered
+	if p, err := publish("after"); err != nil || p != nil {
+		t.Fatalf("publish after the panic: %v, %v", err, p)
+	}
+	<-g.entered
+
+	g.shutGate()
+	held := make(chan error, 1)
+	go func() {
+		_, err := publish("held")
+		held <- err
+	}()
+	<-g.entered
+	type out struct {
+		err      error
+		panicked any
+	}
+	outs := make(chan out, 2)
+	go func() {
+		p, err := publish("boom")
+		outs <- out{err, p}
+	}()
+	queued(t, c, 1)
+	go func() {
+		p, err := publish("fine")
+		outs <- out{err, p}
+	}()
+	queued(t, c, 2)
+	g.openGate()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	panics, errs := 0, 0
+	for range 2 {
+		o := <-outs
+		switch {
+		case o.panicked != nil:
+			panics++
+		case o.err != nil:
+			errs++
+		}
+	}
+	if panics != 1 || errs != 1 {
+		t.Errorf("shared call that panicked: %d callers panicked, %d got an error; want 1 and 1", panics, errs)
+	}
+	if _, err := c.Get(ctx, "t", "fine"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("fine: %v, want not written", err)
+	}
+	if p, err := publish("last"); err != nil || p != nil {
+		t.Fatalf("publish after the shared panic: %v, %v", err, p)
+	}
+}
