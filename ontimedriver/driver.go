@@ -393,3 +393,67 @@ type LegacyPayloads interface {
 type SlowClaims interface {
 	SlowClaims() bool
 }
+
+// TopicIndex is implemented by drivers that keep a store-wide index of
+// topics by the instant their next timer becomes claimable, so that one
+// worker loop can serve thousands of topics (all of them, or a pattern)
+// without asking each one: an idle topic then costs nothing per poll.
+//
+// The index is a hint with one firm rule: for every topic that holds a
+// timer, the indexed instant is at or before the instant the topic's next
+// timer becomes claimable (a lower bound), or, where the store cannot keep
+// it so atomically (a Redis Cluster, where the index and the topic live in
+// different slots), it becomes so within a bounded time that the driver
+// documents. An instant that is too early costs one Claim that finds
+// nothing; every Claim of a topic sets the topic's entry to the exact
+// next instant (Claim's ClaimResult.Next), or removes it when the topic
+// has no timers, so topics that empty out leave the index.
+type TopicIndex interface {
+	// TopicIndexed reports whether this driver, as configured, keeps the
+	// index. (A driver type may keep it in one layout and not another:
+	// the faststream-compatible Redis layout cannot, because the Python
+	// library writes its keys without it.) When false, DueTopics and
+	// SubscribeTopics return an error wrapping ErrNoTopicIndex.
+	TopicIndexed() bool
+
+	// DueTopics returns up to limit topics that match pattern (see
+	// MatchTopic) and whose indexed instant is at or before the store's
+	// now, earliest first, with the earliest indexed instant after now of
+	// a matching topic (Next; zero when there is none, or when the driver
+	// gave up looking for one among many topics that do not match: the
+	// caller then polls). One round trip; the cost grows with the topics
+	// returned and, for a pattern, with the non-matching topics passed
+	// over, never with the index's whole size.
+	DueTopics(ctx context.Context, pattern string, limit int) (*DueTopicsResult, error)
+
+	// SubscribeTopics is Subscribe for every topic that matches pattern:
+	// the channel receives the topic and the new timer's due time when a
+	// timer is scheduled that may be earlier than what a sleeping worker
+	// knows about. Same buffering and "claim now or re-check" rules as
+	// Subscribe; after a lost connection every subscriber gets a wake-up
+	// with an empty Topic, meaning "any topic: look again".
+	SubscribeTopics(ctx context.Context, pattern string) (ch <-chan TopicWake, cancel func(), err error)
+}
+
+// ErrNoTopicIndex is returned (wrapped) by the TopicIndex methods of a
+// driver that does not keep the index in its configuration.
+var ErrNoTopicIndex = errors.New("ontime: the store keeps no topic index")
+
+// DueTopicsResult is what DueTopics returns.
+type DueTopicsResult struct {
+	// Topics are due (indexed instant <= Now), earliest first.
+	Topics []string
+	// Next is the earliest indexed instant after Now of a matching topic;
+	// zero if none is known.
+	Next time.Time
+	// Now is the store's clock.
+	Now time.Time
+}
+
+// TopicWake is one wake-up of SubscribeTopics.
+type TopicWake struct {
+	// Topic is the topic of the new timer; empty means "any topic".
+	Topic string
+	// Due is the new timer's due time; zero if unknown.
+	Due time.Time
+}

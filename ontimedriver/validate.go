@@ -104,3 +104,57 @@ func ValidateDueBounds(bounds []time.Time) error {
 	}
 	return nil
 }
+
+// ValidatePattern checks a topic pattern: what ValidateTopic allows, plus
+// '*' (any run of characters, including none) and '?' (any one
+// character). "*" matches every topic.
+func ValidatePattern(pattern string) error {
+	if pattern == "" {
+		return fmt.Errorf("%w: topic pattern is empty", ErrInvalid)
+	}
+	if len(pattern) > MaxTopicLen {
+		return fmt.Errorf("%w: topic pattern is %d bytes, the limit is %d", ErrInvalid, len(pattern), MaxTopicLen)
+	}
+	lit := make([]byte, 0, len(pattern))
+	for i := 0; i < len(pattern); i++ {
+		if c := pattern[i]; c != '*' && c != '?' {
+			lit = append(lit, c)
+		}
+	}
+	if len(lit) == 0 {
+		return nil
+	}
+	if err := ValidateTopic(string(lit)); err != nil {
+		return fmt.Errorf("%w: topic pattern %q: only '*' and '?' may be added to a topic's characters", ErrInvalid, pattern)
+	}
+	return nil
+}
+
+// MatchTopic reports whether topic matches pattern: '*' matches any run
+// of characters (including none), '?' any one character, every other
+// character itself. Every driver matches patterns this way.
+func MatchTopic(pattern, topic string) bool {
+	// Iterative glob match with backtracking to the last '*'.
+	p, t := 0, 0
+	star, mark := -1, 0
+	for t < len(topic) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == topic[t]):
+			p++
+			t++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, t
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			t = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
