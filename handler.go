@@ -127,6 +127,7 @@ func (o TopicOptions) validate() error {
 // Registrar is where handlers are registered: a *Worker or a *Router.
 type Registrar interface {
 	register(topic string, h rawHandler, opts *TopicOptions) error
+	registerPattern(pattern string, h rawHandler, opts *TopicOptions) error
 }
 
 // rawHandler runs the user's handler for one delivery. It returns
@@ -154,8 +155,14 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 	if h == nil {
 		return invalidf("Handle %q: handler is nil", topic)
 	}
+	return r.register(topic, typedRaw(h), opts)
+}
+
+// typedRaw wraps a typed handler: it decodes the body into T and builds
+// the Message.
+func typedRaw[T any](h HandlerFunc[T]) rawHandler {
 	decode := bodyDecoder[T]()
-	raw := func(ctx context.Context, d *delivery, env *envelope.Message) error {
+	return func(ctx context.Context, d *delivery, env *envelope.Message) error {
 		m := &Message[T]{
 			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
@@ -166,7 +173,6 @@ func Handle[T any](r Registrar, topic string, h HandlerFunc[T], opts *TopicOptio
 		}
 		return h(ctx, m)
 	}
-	return r.register(topic, raw, opts)
 }
 
 // bodyDecoder returns the decoder of bodies into T. It gets the body and

@@ -52,6 +52,13 @@ type runner struct {
 	watchDone chan struct{}
 	watchPoke chan struct{} // dispatch asks leaseWatch to look again
 	finished  chan struct{}
+
+	// pr is the HandleTopics loop that runs this topic, nil for Handle.
+	// Such a runner takes its wake-ups from poke (the loop forwards them
+	// from its one subscription) and ends its claim loop when the topic
+	// is idle (see idleNow).
+	pr   *patternRunner
+	poke chan time.Time
 }
 
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
@@ -159,9 +166,12 @@ func (r *runner) claimLoop() {
 		}
 	}()
 	sleepTmr.Stop()
+	if r.pr != nil {
+		wake = r.poke
+	}
 
 	for {
-		if unsub == nil && !time.Now().Before(subRetry) {
+		if r.pr == nil && unsub == nil && !time.Now().Before(subRetry) {
 			ch, cancel, err := r.drv.Subscribe(ctx, r.topic)
 			if err != nil {
 				if r.stopping() {
@@ -248,6 +258,10 @@ func (r *runner) claimLoop() {
 		}
 		if len(res.Timers) == n {
 			continue // maybe more are due
+		}
+
+		if len(res.Timers) == 0 && r.idleNow(res) {
+			return // served from the topic index: let go until due
 		}
 
 		// Nothing more is due now: sleep until the next due instant.

@@ -26,6 +26,12 @@ type WorkerConfig struct {
 	// Middleware runs around every handler call of the worker, the first
 	// outermost (see [Middleware]). Default none.
 	Middleware []Middleware
+	// TopicIndexRepair is how often a HandleTopics loop repairs a topic
+	// index that can miss hints (a Redis Cluster: see
+	// ontimedriver.TopicIndexRepairer), reading every topic once. Default
+	// 5m; negative: never. Stores whose index cannot miss a hint are
+	// never repaired.
+	TopicIndexRepair time.Duration
 }
 
 // Worker runs handlers for topics. Register handlers with Handle (on the
@@ -38,13 +44,14 @@ type Worker struct {
 	cfg    WorkerConfig
 	health healthTracker
 
-	mu      sync.Mutex
-	runners map[string]*runner
-	order   []*runner
-	state   int // 0 new, 1 running, 2 stopping, 3 stopped
-	stopped chan struct{}
-	done    chan struct{}
-	stopErr error
+	mu       sync.Mutex
+	runners  map[string]*runner
+	order    []*runner
+	patterns []*patternRunner // HandleTopics, in registration order
+	state    int              // 0 new, 1 running, 2 stopping, 3 stopped
+	stopped  chan struct{}
+	done     chan struct{}
+	stopErr  error
 
 	// base is the parent of every handler's context: Run's ctx without
 	// its cancellation. Set before the runners start.
@@ -89,20 +96,9 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 	if err != nil {
 		return fmt.Errorf("Handle: %w", err)
 	}
-	var o TopicOptions
-	if opts != nil {
-		o = *opts
-	}
-	o = o.merge(w.cfg.Defaults)
-	if err := o.validate(); err != nil {
-		return fmt.Errorf("Handle %q: %w", full, err)
-	}
-	o.Retry = o.Retry.withDefaults()
-	switch {
-	case o.ClaimAhead < 0:
-		o.ClaimAhead = 0
-	case o.ClaimAhead == 0 && slowClaims(w.client.drv):
-		o.ClaimAhead = o.ClaimBatch
+	o, err := w.topicOptions(full, opts)
+	if err != nil {
+		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -116,6 +112,27 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 	w.runners[full] = r
 	w.order = append(w.order, r)
 	return nil
+}
+
+// topicOptions merges opts with the worker's defaults and checks them;
+// name (a topic or a pattern) is for the error.
+func (w *Worker) topicOptions(name string, opts *TopicOptions) (TopicOptions, error) {
+	var o TopicOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.merge(w.cfg.Defaults)
+	if err := o.validate(); err != nil {
+		return o, fmt.Errorf("Handle %q: %w", name, err)
+	}
+	o.Retry = o.Retry.withDefaults()
+	switch {
+	case o.ClaimAhead < 0:
+		o.ClaimAhead = 0
+	case o.ClaimAhead == 0 && slowClaims(w.client.drv):
+		o.ClaimAhead = o.ClaimBatch
+	}
+	return o, nil
 }
 
 // Router namespaces topics: handlers registered through it get prefix
@@ -156,18 +173,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	case w.state != 0:
 		w.mu.Unlock()
 		return fmt.Errorf("%w: Run called twice", ErrStopped)
-	case len(w.order) == 0:
+	case len(w.order) == 0 && len(w.patterns) == 0:
 		w.mu.Unlock()
 		return invalidf("Run: no handlers registered")
 	}
 	w.state = 1
 	runners := append([]*runner(nil), w.order...)
+	patterns := append([]*patternRunner(nil), w.patterns...)
 	w.mu.Unlock()
 	defer close(w.done)
 
 	w.base = context.WithoutCancel(ctx)
 	for _, r := range runners {
 		r.start()
+	}
+	for _, p := range patterns {
+		p.start()
 	}
 	var err error
 	select {
@@ -183,6 +204,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Either path ends with every runner shut down.
 	for _, r := range runners {
 		<-r.finished
+	}
+	for _, p := range patterns {
+		<-p.finished
 	}
 	if err != nil {
 		return fmt.Errorf("ontime: the worker did not stop cleanly (handlers cancelled, or outcomes given up; see Worker.Stop): %w", err)
@@ -237,15 +261,23 @@ func (w *Worker) shutdown(ctx context.Context) error {
 	}
 	w.state = 2
 	runners := append([]*runner(nil), w.order...)
+	patterns := append([]*patternRunner(nil), w.patterns...)
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
-	errs := make([]error, len(runners))
+	errs := make([]error, len(runners)+len(patterns))
 	for i, r := range runners {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = r.stop(ctx)
+		}()
+	}
+	for i, p := range patterns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(runners)+i] = p.stop(ctx)
 		}()
 	}
 	wg.Wait()

@@ -457,3 +457,18 @@ type TopicWake struct {
 	// Due is the new timer's due time; zero if unknown.
 	Due time.Time
 }
+
+// TopicIndexRepairer is implemented by TopicIndex drivers whose index can
+// miss a hint (a Redis Cluster, where the index is written after the
+// topic's own script: a crash between the two loses the hint). A worker
+// that serves topics from the index calls SyncTopicIndex every
+// WorkerConfig.TopicIndexRepair when NeedsIndexRepair reports true.
+type TopicIndexRepairer interface {
+	// NeedsIndexRepair reports whether the index, as configured, can miss
+	// a hint.
+	NeedsIndexRepair() bool
+	// SyncTopicIndex sets every topic's entry to its exact next instant
+	// (or removes it); a repair that reads every topic, never run per
+	// poll.
+	SyncTopicIndex(ctx context.Context) error
+}

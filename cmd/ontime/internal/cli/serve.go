@@ -207,7 +207,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		metrics.RunSampler(sampleCtx, st.Driver, so)
 	}()
 	defer func() { stopSampler(); <-sampled }() // before the store closes
-	disp.Start()
+	if err := disp.Start(); err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {
 		where = redactURL(cfg.Redis)

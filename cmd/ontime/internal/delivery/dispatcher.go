@@ -13,6 +13,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // ErrClosed is returned by Watch after Shutdown began.
@@ -39,16 +40,28 @@ type Options struct {
 	WatchWorker func(*ontime.Worker) (unwatch func())
 }
 
-// Dispatcher runs one ontime.Worker per topic it serves. Topics come from
-// the configuration (started at once), from Ensure (called by the API when
-// it schedules a timer) and from polling the store's topic list every
-// Config.DiscoverInterval (timers published by other processes); the last
-// two only for topics that Config.Serves (serve_topics), so a server never
-// takes the timers of topics that belong to other consumers. A Worker
-// cannot take handlers after it runs, so each topic has its own.
+// Dispatcher delivers the topics this server serves: the configured ones
+// and those that match serve_topics (Config.Serves), never others, so a
+// server does not take the timers of topics that belong to other
+// consumers.
+//
+// On a store that keeps a topic index (the embedded store, Redis's native
+// layout) it runs one ontime.Worker: a handler per configured topic, and
+// one ontime.HandleTopics loop per serve_topics pattern, which finds the
+// due topics in the index however many there are, so idle topics cost
+// nothing. On the faststream-compatible layout (no index) it runs one
+// Worker per topic: the configured ones (started at once), those the API
+// schedules on (Ensure) and those found by polling the store's topic list
+// every Config.DiscoverInterval (timers published by other processes).
 type Dispatcher struct {
 	o   Options
 	log *slog.Logger
+
+	// indexed: one shared worker serves every topic (see above).
+	indexed       bool
+	shared        *ontime.Worker
+	sharedUnwatch func()
+	sharedDone    chan struct{}
 
 	mu      sync.Mutex
 	closing bool
@@ -98,7 +111,11 @@ func New(o Options) (*Dispatcher, error) {
 		broken:       map[string]bool{},
 		stopDiscover: make(chan struct{}),
 		discoverDone: make(chan struct{}),
+		sharedDone:   make(chan struct{}),
 		kafka:        &KafkaClients{},
+	}
+	if idx, ok := o.Client.Driver().(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
+		d.indexed = true
 	}
 	// Build every configured target now, so that a bad one fails the start.
 	for _, name := range slices.Sorted(maps.Keys(o.Config.Topics)) {
@@ -128,21 +145,124 @@ func warnUnsigned(log *slog.Logger, topic string, tc *config.Target) {
 }
 
 // Start starts the configured topics and, when serve_topics has an entry,
-// the discovery loop.
-func (d *Dispatcher) Start() {
+// the discovery loop (or, on a store with a topic index, the one worker
+// that serves them all). An error means nothing was started.
+func (d *Dispatcher) Start() error {
+	if d.indexed {
+		return d.startShared()
+	}
 	for name := range d.o.Config.Topics {
 		d.Ensure(name)
 	}
 	if len(d.o.Config.ServeTopics) == 0 {
 		close(d.discoverDone) // only the configured topics: nothing to discover
 		d.log.Info("delivering only the configured topics (serve_topics is empty)", "topics", len(d.o.Config.Topics))
-		return
+		return nil
 	}
 	go d.discover()
+	return nil
+}
+
+// startShared runs the one worker of a store with a topic index: a
+// handler per configured topic, with its own options, and a HandleTopics
+// loop per serve_topics pattern, with the default options.
+func (d *Dispatcher) startShared() error {
+	cfg := d.o.Config
+	w := ontime.NewWorker(d.o.Client, &ontime.WorkerConfig{
+		Logger:          d.log,
+		ShutdownTimeout: cfg.ShutdownTimeout.D(),
+	})
+	d.mu.Lock()
+	for _, name := range slices.Sorted(maps.Keys(cfg.Topics)) {
+		tr, err := d.newRun(name)
+		if err == nil {
+			err = ontime.Handle(w, name, tr.handle, topicOptions(cfg.TopicConfig(name)))
+		}
+		if err != nil {
+			d.mu.Unlock()
+			return fmt.Errorf("topic %q: %w", name, err)
+		}
+		d.topics[name] = tr
+	}
+	d.mu.Unlock()
+	seen := map[string]bool{}
+	for _, p := range cfg.ServeTopics {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		// The defaults (the empty name is never a configured topic).
+		if err := ontime.HandleTopics(w, p, d.handleServed, topicOptions(cfg.TopicConfig(""))); err != nil {
+			return fmt.Errorf("serve_topics %q: %w", p, err)
+		}
+	}
+	if len(cfg.Topics) == 0 && len(seen) == 0 {
+		close(d.sharedDone)
+		close(d.discoverDone)
+		d.log.Info("delivering no topics (no [topics] and serve_topics is empty)")
+		return nil
+	}
+	d.shared = w
+	if d.o.WatchWorker != nil {
+		d.sharedUnwatch = d.o.WatchWorker(w)
+	}
+	go func() {
+		defer close(d.sharedDone)
+		if err := w.Run(context.Background()); err != nil {
+			d.log.Error("worker stopped", "err", err)
+		}
+	}()
+	go d.reapLoop()
+	d.log.Info("delivering from the store's topic index: one worker for every topic", "configured", len(cfg.Topics), "serve_topics", cfg.ServeTopics)
+	return nil
+}
+
+// handleServed delivers a timer of a topic found through serve_topics.
+func (d *Dispatcher) handleServed(ctx context.Context, m *ontime.Message[[]byte]) error {
+	tr := d.ensure(m.Topic)
+	if tr == nil {
+		// Shutting down (or the topic's target cannot be built: logged):
+		// the timer stays, due again later.
+		return ontime.RetryAfter(time.Second, fmt.Errorf("topic %q cannot be delivered now", m.Topic))
+	}
+	return tr.handle(ctx, m)
+}
+
+// reapLoop forgets, every DiscoverInterval, the idle topics of the shared
+// worker (see reap).
+func (d *Dispatcher) reapLoop() {
+	defer close(d.discoverDone)
+	t := time.NewTicker(d.o.Config.DiscoverInterval.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stopDiscover:
+			return
+		case <-t.C:
+			d.reap()
+		}
+	}
+}
+
+// topicOptions are a topic's worker options from its configuration.
+func topicOptions(tc config.Topic) *ontime.TopicOptions {
+	return &ontime.TopicOptions{
+		MaxConcurrency: tc.Concurrency,
+		Lease:          tc.Lease.D(),
+		Retry: ontime.RetryPolicy{
+			MinDelay:    tc.Retry.MinDelay.D(),
+			MaxDelay:    tc.Retry.MaxDelay.D(),
+			Multiplier:  tc.Retry.Multiplier,
+			Jitter:      tc.Retry.Jitter,
+			MaxAttempts: int(tc.Retry.MaxAttempts),
+		},
+	}
 }
 
 // Ensure makes sure topic has a running worker if this server serves it
-// (Config.Serves). It is cheap when it has.
+// (Config.Serves). It is cheap when it has. With a topic index there is
+// nothing to start (the shared worker finds the topic when it is due);
+// Ensure then only keeps the topic's watchers and target ready.
 func (d *Dispatcher) Ensure(topic string) {
 	d.ensure(topic)
 }
@@ -178,35 +298,33 @@ func (d *Dispatcher) ensure(topic string) *topicRun {
 	return tr
 }
 
-// start builds and runs a topic's worker; d.mu is held.
-func (d *Dispatcher) start(topic string) (*topicRun, error) {
-	cfg := d.o.Config
-	tc := cfg.TopicConfig(topic)
+// newRun builds a topic's target and watcher state, without a worker.
+func (d *Dispatcher) newRun(topic string) (*topicRun, error) {
+	tc := d.o.Config.TopicConfig(topic)
 	target, err := NewTarget(topic, tc.Target, d.log, d.o.OpenRedis, d.kafka)
 	if err != nil {
 		return nil, err
 	}
-	_, configured := cfg.Topics[topic]
-	tr := &topicRun{
+	_, configured := d.o.Config.Topics[topic]
+	return &topicRun{
 		d: d, name: topic, target: target, configured: configured, lastSeen: time.Now(),
 		watchCh: make(chan *Item), kick: make(chan struct{}, 1),
+	}, nil
+}
+
+// start builds a topic's run and, without a topic index, runs its
+// worker; d.mu is held.
+func (d *Dispatcher) start(topic string) (*topicRun, error) {
+	tr, err := d.newRun(topic)
+	if err != nil || d.indexed {
+		return tr, err
 	}
+	cfg := d.o.Config
 	w := ontime.NewWorker(d.o.Client, &ontime.WorkerConfig{
 		Logger:          d.log,
 		ShutdownTimeout: cfg.ShutdownTimeout.D(),
 	})
-	opts := &ontime.TopicOptions{
-		MaxConcurrency: tc.Concurrency,
-		Lease:          tc.Lease.D(),
-		Retry: ontime.RetryPolicy{
-			MinDelay:    tc.Retry.MinDelay.D(),
-			MaxDelay:    tc.Retry.MaxDelay.D(),
-			Multiplier:  tc.Retry.Multiplier,
-			Jitter:      tc.Retry.Jitter,
-			MaxAttempts: int(tc.Retry.MaxAttempts),
-		},
-	}
-	if err := ontime.Handle(w, topic, tr.handle, opts); err != nil {
+	if err := ontime.Handle(w, topic, tr.handle, topicOptions(cfg.TopicConfig(topic))); err != nil {
 		return nil, err
 	}
 	tr.worker = w
@@ -220,7 +338,7 @@ func (d *Dispatcher) start(topic string) (*topicRun, error) {
 			d.log.Error("worker stopped", "topic", topic, "err", err)
 		}
 	}()
-	d.log.Debug("delivering topic", "topic", topic, "target", target.Kind())
+	d.log.Debug("delivering topic", "topic", topic, "target", tr.target.Kind())
 	return tr, nil
 }
 
@@ -265,6 +383,9 @@ func (d *Dispatcher) reap() {
 			continue
 		}
 		delete(d.topics, name)
+		if tr.worker == nil {
+			continue // served by the shared worker: nothing to stop
+		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
@@ -296,13 +417,27 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	close(d.stopDiscover)
 	<-d.discoverDone
 
-	errs := make([]error, len(runs))
+	errs := make([]error, len(runs)+1)
 	var wg sync.WaitGroup
 	for i, tr := range runs {
+		if tr.worker == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = tr.worker.Stop(ctx)
+		}()
+	}
+	if d.shared != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(runs)] = d.shared.Stop(ctx)
+			<-d.sharedDone
+			if d.sharedUnwatch != nil {
+				d.sharedUnwatch()
+			}
 		}()
 	}
 	wg.Wait()
@@ -333,7 +468,9 @@ func (d *Dispatcher) Counters() Counters {
 	return c
 }
 
-// Topics returns the topics with a running worker.
+// Topics returns the topics being served: with a running worker, or,
+// with a topic index, known to the shared worker (configured, watched or
+// delivered within ReapAfter).
 func (d *Dispatcher) Topics() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()

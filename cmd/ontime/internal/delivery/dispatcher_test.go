@@ -46,7 +46,9 @@ func newDispatcherWith(t *testing.T, cfg *config.Config, openRedis delivery.Redi
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Start()
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -126,7 +126,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		disp.Start()
+		if err := disp.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan struct{})
 	// The http.Server `ontime serve` runs, on a real loopback listener.
