@@ -85,6 +85,10 @@ func libraryCases() []libCase {
 		{"AckAfterShortOutage", libAckAfterShortOutage},
 		{"AckAfterLongOutage", libAckAfterLongOutage},
 		{"SubscribeOutage", libSubscribeOutage},
+		{"TopicsPattern", libTopicsPattern},
+		{"TopicsWake", libTopicsWake},
+		{"TopicsRetry", libTopicsRetry},
+		{"TopicsTwoWorkers", libTopicsTwoWorkers},
 	}
 }
 
