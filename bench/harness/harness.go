@@ -49,11 +49,12 @@ const (
 	ScenarioEmbedded   = "embedded"   // embedded stores: ontimebolt vs River on SQLite
 	ScenarioPublish    = "publish"    // one-by-one Publish from 1, 16, 64 callers
 	ScenarioHTTP       = "http"       // POST /v1/topics/{topic}/timers on ontime serve
+	ScenarioManyTopics = "manytopics" // idle cost and lateness with thousands of topics
 )
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{ScenarioRaw, ScenarioThroughput, ScenarioLateness, ScenarioIdle, ScenarioMemory, ScenarioScale, ScenarioCrash, ScenarioKafka,
-	ScenarioEmbedded, ScenarioPublish, ScenarioHTTP}
+	ScenarioEmbedded, ScenarioPublish, ScenarioHTTP, ScenarioManyTopics}
 
 // Config sets what Run measures. Zero fields take the defaults given here,
 // which are the full run; Quick returns a configuration for a fast check.
@@ -170,8 +171,18 @@ type Config struct {
 	// scenario also builds and measures in the same run, as the baseline
 	// of the "HTTP publish ≥ 2× now" target. Empty: this tree only.
 	HTTPBaseline string `json:"http_baseline,omitempty"`
-	// OntimeBin is the ontime binary of this tree for the HTTP scenario;
-	// default: built with go build from the tree the harness runs in.
+	// ManyTopicsCounts are the topic counts of the many-topics scenario's
+	// idle measurement (one far-future timer per topic, `ontime serve`
+	// idle for ManyTopicsIdleFor). Defaults 100, 10,000, 100,000 and 20s.
+	ManyTopicsCounts  []int         `json:"manytopics_counts,omitempty"`
+	ManyTopicsIdleFor time.Duration `json:"manytopics_idle_for"`
+	// ManyTopicsLatenessTopics is how many topics the many-topics
+	// lateness run spreads Rate timers/s over (next to the same load on
+	// one topic). Default 10,000.
+	ManyTopicsLatenessTopics int `json:"manytopics_lateness_topics"`
+	// OntimeBin is the ontime binary of this tree for the HTTP and
+	// many-topics scenarios; default: built with go build from the tree
+	// the harness runs in.
 	OntimeBin string `json:"-"`
 
 	// RedisServer is the redis-server binary; default from PATH.
@@ -195,6 +206,7 @@ func Quick() Config {
 		CrashLease: time.Second, CrashWait: 20 * time.Second, RawOps: 100000, PhaseTimeout: time.Minute,
 		KafkaN: 5000, KafkaRate: 500, KafkaFor: 3 * time.Second, KafkaDelayMin: 500 * time.Millisecond,
 		KafkaDelayMax: 3 * time.Second, KafkaMemory: 5000,
+		ManyTopicsCounts: []int{100, 2000}, ManyTopicsIdleFor: 2 * time.Second, ManyTopicsLatenessTopics: 500,
 	}
 }
 
@@ -219,6 +231,11 @@ func (c Config) withDefaults() Config {
 	defD(&c.PublishFor, 3*time.Second)
 	def(&c.HTTPConcurrency, 32)
 	defD(&c.HTTPFor, 8*time.Second)
+	if len(c.ManyTopicsCounts) == 0 {
+		c.ManyTopicsCounts = []int{100, 10000, 100000}
+	}
+	defD(&c.ManyTopicsIdleFor, 20*time.Second)
+	def(&c.ManyTopicsLatenessTopics, 10000)
 	def(&c.W, 64)
 	def(&c.Publishers, 16)
 	def(&c.Batch, 100)
@@ -338,6 +355,8 @@ type Report struct {
 	Publish []PublishResult `json:"publish,omitempty"`
 	// HTTP holds the HTTP publish scenario.
 	HTTP []HTTPResult `json:"http,omitempty"`
+	// ManyTopics holds the many-topics scenario.
+	ManyTopics *ManyTopicsResult `json:"manytopics,omitempty"`
 	// Carried lists the scenarios this report did not run and took from
 	// the previous results.json, with the date of that run.
 	Carried []string `json:"carried,omitempty"`
@@ -432,6 +451,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.has(ScenarioHTTP) {
 		b.http(ctx)
+	}
+	if cfg.has(ScenarioManyTopics) {
+		b.manyTopics(ctx)
 	}
 	if e.pg != nil {
 		rep.Host.Postgres = e.pg.Version

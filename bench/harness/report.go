@@ -163,7 +163,8 @@ func evaluateTargets(r *Report) []Target {
 	} else {
 		add("Kafka republisher (kfake)", "p99 ≤ 20 ms, 0 early; ≥ 0.7× a forwarder", "-", statusNotMeas)
 	}
-	return append(out, embeddedTargets(r)...)
+	out = append(out, embeddedTargets(r)...)
+	return append(out, manyTopicsTargets(r)...)
 }
 
 // carryOver fills the scenarios this run did not measure from the previous
@@ -207,6 +208,10 @@ func carryOver(r *Report, dir string) {
 	carry(ScenarioHTTP, len(old.HTTP) > 0, func() {
 		r.HTTP = old.HTTP
 		r.Config.HTTPBaseline, r.Config.HTTPConcurrency, r.Config.HTTPFor = old.Config.HTTPBaseline, old.Config.HTTPConcurrency, old.Config.HTTPFor
+	})
+	carry(ScenarioManyTopics, old.ManyTopics != nil, func() {
+		r.ManyTopics = old.ManyTopics
+		r.Config.ManyTopicsCounts, r.Config.ManyTopicsIdleFor, r.Config.ManyTopicsLatenessTopics = old.Config.ManyTopicsCounts, old.Config.ManyTopicsIdleFor, old.Config.ManyTopicsLatenessTopics
 	})
 	// Systems of carried scenarios that this run did not open stay listed.
 	for _, s := range old.Systems {
@@ -376,7 +381,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 	p("- **Memory**: `INFO memory` used_memory after publishing %d timers due in a day, minus before, on an emptied Redis, divided by the count.\n", c.MemoryTimers)
 	p("- **Scale**: one topic grows to each size in turn with far-future timers (distinct due times, one millisecond apart; loaded by a server-side Lua script that clones one timer published through the driver into the layout's exact keys and record format, since the publish path is measured elsewhere); at each size, %d rounds of %d times: publish one due timer, then time one `Claim` (driver call, one script) that takes it, and ack it; the table shows the round whose p99 is the median of the rounds' p99s (all of them in the last column). The scale target is about the native layout; the compatible layout runs the sizes up to %s.\n", max(c.Runs, 1), c.ScaleClaims, compatMaxStr(c.ScaleCompatMax))
 	p("- **Crash**: %d timers due now; a worker subprocess with lease %s handles about half (each handler sleeps 2 ms), is killed with SIGKILL, and a new worker gets %s to finish the rest.\n", c.CrashTimers, c.CrashLease, c.CrashWait)
-	p("%s\n", embeddedMethod(r))
+	p("%s\n", embeddedMethod(r)+manyTopicsMethod(r))
 	p("Systems:\n\n| system | store | settings |\n|---|---|---|\n")
 	for _, s := range r.Systems {
 		p("| %s | %s | %s |\n", s.Name, s.Store, s.Settings)
@@ -565,6 +570,7 @@ func Markdown(r *Report, chartPrefix string, charts map[string][]byte) string {
 	}
 
 	b.WriteString(embeddedMarkdown(r, chartPrefix, charts))
+	b.WriteString(manyTopicsMarkdown(r))
 
 	if len(r.Carried) > 0 {
 		p("Not run this time, taken from the previous `results.json`: %s.\n\n", strings.Join(r.Carried, "; "))

@@ -1,0 +1,331 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
+)
+
+// ManyTopicsIdle is the idle cost of `ontime serve` on the harness's Redis
+// with one far-future timer in each of Topics topics.
+type ManyTopicsIdle struct {
+	Topics int `json:"topics"`
+	// ServerPct and RedisPct are the CPU the server process and
+	// redis-server used over the window, in % of one core.
+	ServerPct F      `json:"server_cpu_pct"`
+	RedisPct  F      `json:"redis_cpu_pct"`
+	Window    string `json:"window"`
+	Err       string `json:"error,omitempty"`
+}
+
+// ManyTopicsLateness is the lateness of timers published at a steady rate
+// spread over Topics topics, served by one worker.
+type ManyTopicsLateness struct {
+	Topics int `json:"topics"`
+	// How the worker serves them: "Handle" (one topic) or "HandleTopics".
+	How     string         `json:"how"`
+	Runs    []LatenessRun  `json:"runs"`
+	Median  LatencySummary `json:"median"`
+	Err     string         `json:"error,omitempty"`
+	samples []float64
+}
+
+// ManyTopicsResult holds the many-topics scenario.
+type ManyTopicsResult struct {
+	Idle     []ManyTopicsIdle     `json:"idle"`
+	Lateness []ManyTopicsLateness `json:"lateness"`
+}
+
+// manyTopics measures what many topics cost: `ontime serve` (native
+// layout, serve_topics "*", built from this tree) idle with one timer due
+// in a day in each of ManyTopicsCounts topics, CPU of the server and of
+// redis-server over ManyTopicsIdleFor; and the lateness of Rate timers/s
+// for LatenessFor, each due DelayMin..DelayMax after its publish, spread
+// over ManyTopicsLatenessTopics topics and served by one HandleTopics
+// worker, next to the same load on one topic served by Handle.
+func (b *bench) manyTopics(ctx context.Context) {
+	cfg := b.cfg
+	b.logf("== manytopics: idle with %v topics for %s; lateness at %d/s over %d topics vs 1, %d runs",
+		cfg.ManyTopicsCounts, cfg.ManyTopicsIdleFor, cfg.Rate, cfg.ManyTopicsLatenessTopics, cfg.Runs)
+	res := &ManyTopicsResult{}
+	b.rep.ManyTopics = res
+
+	tmp, err := os.MkdirTemp(benchDataDir(), "ontime-bench-topics-")
+	if err != nil {
+		b.errorf("manytopics: %v", err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	builds, err := b.httpBuilds(ctx, tmp)
+	if err != nil {
+		b.errorf("manytopics: %v", err)
+		return
+	}
+	for _, n := range cfg.ManyTopicsCounts {
+		if ctx.Err() != nil {
+			return
+		}
+		r := b.manyTopicsIdle(ctx, builds[0].bin, n)
+		if r.Err != "" {
+			b.errorf("manytopics idle %d: %s", n, r.Err)
+		} else {
+			b.logf("manytopics idle %7d topics: server %.2f%% of a core, redis-server %.2f%%", n, r.ServerPct, r.RedisPct)
+		}
+		res.Idle = append(res.Idle, r)
+	}
+
+	for _, topics := range []int{1, cfg.ManyTopicsLatenessTopics} {
+		how := "HandleTopics"
+		if topics == 1 {
+			how = "Handle"
+		}
+		lr := ManyTopicsLateness{Topics: topics, How: how}
+		for run := range cfg.Runs {
+			if ctx.Err() != nil {
+				return
+			}
+			r, samples, err := b.manyTopicsLateness(ctx, topics, run)
+			if err != nil {
+				lr.Err = err.Error()
+				b.errorf("manytopics lateness %d topics run %d: %v", topics, run+1, err)
+				break
+			}
+			b.logf("manytopics lateness %5d topics (%s) run %d: p50 %.2fms p99 %.2fms max %.1fms early %.1f%% lost %d, at %.0f/s",
+				topics, how, run+1, r.Summary.P50, r.Summary.P99, r.Summary.Max, 100*r.Summary.EarlyShare, r.Lost, r.Rate)
+			lr.Runs = append(lr.Runs, r)
+			lr.samples = append(lr.samples, samples...)
+		}
+		sums := make([]LatencySummary, len(lr.Runs))
+		for i, r := range lr.Runs {
+			sums[i] = r.Summary
+		}
+		lr.Median = medianSummary(sums)
+		res.Lateness = append(res.Lateness, lr)
+	}
+}
+
+// manyTopicsIdle fills n topics with one timer each, due in a day, starts
+// `ontime serve` on them and measures its CPU and Redis's while idle.
+func (b *bench) manyTopicsIdle(ctx context.Context, bin string, n int) ManyTopicsIdle {
+	r := ManyTopicsIdle{Topics: n, Window: b.cfg.ManyTopicsIdleFor.String()}
+	prefix := fmt.Sprintf("benchtopics%d:", queueSeq.Add(1))
+	rdb := b.newRedis(nil, 32)
+	defer rdb.Close()
+	drv, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: prefix, Logger: quietSlog()})
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer drv.Close()
+	defer b.dropPrefix(context.WithoutCancel(ctx), prefix)
+	client, err := ontime.NewClient(drv, &ontime.Config{Logger: quietSlog()})
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	// Fill: one timer per topic, from 32 goroutines.
+	jobs := make(chan int, 1024)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var ferr error
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if _, err := client.Publish(ctx, "tenant-"+strconv.Itoa(i), "x", ontime.In(24*time.Hour)); err != nil {
+					once.Do(func() { ferr = err })
+				}
+			}
+		}()
+	}
+	for i := range n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if ferr != nil {
+		r.Err = "fill: " + ferr.Error()
+		return r
+	}
+
+	port, err := freePort()
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := newCommand(bin, "serve", "--listen", addr, "--log-level", "warn",
+		"--redis", "redis://"+b.redis.Addr, "--redis-prefix", prefix)
+	srv, err := startChild(cmd)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer srv.stop(syscall.SIGTERM, 10*time.Second)
+	if err := waitHealthy(ctx, "http://"+addr, srv); err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	// Let the start-up work (a first look at the index, the first metrics
+	// sample) pass.
+	if !sleepCtx(ctx, 5*time.Second) {
+		r.Err = ctx.Err().Error()
+		return r
+	}
+	s0, r0, t0 := procCPU(srv.cmd.Process.Pid), redisCPU(ctx, b.admin), time.Now()
+	if !sleepCtx(ctx, b.cfg.ManyTopicsIdleFor) {
+		r.Err = ctx.Err().Error()
+		return r
+	}
+	s1, r1, t1 := procCPU(srv.cmd.Process.Pid), redisCPU(ctx, b.admin), time.Now()
+	secs := t1.Sub(t0).Seconds()
+	r.ServerPct = F(100 * (s1 - s0) / secs)
+	r.RedisPct = F(100 * (r1 - r0) / secs)
+	if !srv.alive() {
+		r.Err = "ontime serve exited: " + srv.out.String()
+	}
+	return r
+}
+
+// manyTopicsLateness publishes Rate timers/s for LatenessFor over topics
+// topics (one Publish each, At a random DelayMin..DelayMax ahead) with one
+// worker running, and records fire minus due.
+func (b *bench) manyTopicsLateness(ctx context.Context, topics, run int) (LatenessRun, []float64, error) {
+	cfg := b.cfg
+	n := int(float64(cfg.Rate) * cfg.LatenessFor.Seconds())
+	prefix := fmt.Sprintf("benchtopicslat%d:", queueSeq.Add(1))
+	rdb := b.newRedis(nil, 64)
+	defer rdb.Close()
+	drv, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: prefix, Logger: quietSlog()})
+	if err != nil {
+		return LatenessRun{}, nil, err
+	}
+	defer drv.Close()
+	defer b.dropPrefix(context.WithoutCancel(ctx), prefix)
+	client, err := ontime.NewClient(drv, &ontime.Config{Logger: quietSlog()})
+	if err != nil {
+		return LatenessRun{}, nil, err
+	}
+	t := newTracker(n)
+	w := ontime.NewWorker(client, &ontime.WorkerConfig{Logger: quietSlog(), ShutdownTimeout: 10 * time.Second})
+	h := func(_ context.Context, m *ontime.Message[[]byte]) error {
+		t.handle(m.Body)
+		return nil
+	}
+	if topics == 1 {
+		err = ontime.Handle(w, "t-0", h, &ontime.TopicOptions{MaxConcurrency: cfg.W})
+	} else {
+		err = ontime.HandleTopics(w, "t-*", h, nil)
+	}
+	if err != nil {
+		return LatenessRun{}, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		_ = w.Stop(sctx)
+		<-done
+	}()
+	time.Sleep(300 * time.Millisecond)
+
+	items := make(chan int, n)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var perr error
+	for range cfg.Publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range items {
+				delay := cfg.DelayMin
+				if cfg.DelayMax > cfg.DelayMin {
+					delay += rand.N(cfg.DelayMax - cfg.DelayMin)
+				}
+				due := time.Now().Add(delay)
+				topic := "t-" + strconv.Itoa(i%topics)
+				if _, err := client.Publish(ctx, topic, t.body(due, i, cfg.BodySize), ontime.At(due)); err != nil {
+					once.Do(func() { perr = err })
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	interval := time.Second / time.Duration(cfg.Rate)
+	for i := 0; i < n && ctx.Err() == nil; {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		upto := min(n, int(time.Since(start)/interval)+1)
+		for ; i < upto; i++ {
+			items <- i
+		}
+	}
+	close(items)
+	wg.Wait()
+	took := time.Since(start)
+	if perr != nil {
+		return LatenessRun{}, nil, fmt.Errorf("publish: %w", perr)
+	}
+	wctx, cancel := context.WithTimeout(ctx, cfg.DelayMax+20*time.Second)
+	defer cancel()
+	select {
+	case <-t.done:
+	case <-wctx.Done():
+	}
+	samples := t.latenessMs()
+	return LatenessRun{
+		Summary:     summarize(samples),
+		Rate:        F(rate(n, took)),
+		Lost:        n - len(samples),
+		Redelivered: t.total.Load() - int64(len(samples)),
+	}, samples, nil
+}
+
+// dropPrefix deletes the keys under prefix (SCAN + UNLINK).
+func (b *bench) dropPrefix(ctx context.Context, prefix string) {
+	iter := b.admin.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	batch := make([]string, 0, 1000)
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == cap(batch) {
+			b.admin.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		b.admin.Unlink(ctx, batch...)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// newCommand is exec.Command with the environment `ontime serve` runs in
+// here (no ONTIME_ variables of the caller's).
+func newCommand(bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = serveEnv()
+	cmd.Dir = filepath.Dir(bin)
+	return cmd
+}
