@@ -558,3 +558,51 @@ func TestStoreOpsAndFailures(t *testing.T) {
 		t.Errorf("get durations = %v, want 6", got)
 	}
 }
+
+// With SampleOptions.MaxTopics, a pass counts at most that many topics,
+// those the hooks gave a label of their own first.
+func TestSamplerMaxTopics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := ontimeprom.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := openBolt(t)
+	plain, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet, Hooks: []any{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, topic := range []string{"a", "b", "c"} {
+		if _, err := plain.Publish(ctx, topic, "x", ontime.In(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, topic := range []string{"y", "z"} {
+		if _, err := hooked.Publish(ctx, topic, "x", ontime.In(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Sample(ctx, drv, &ontimeprom.SampleOptions{MaxTopics: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "ontime_timers_sampled_topics"); got != 2 {
+		t.Errorf("sampled topics = %v, want 2", got)
+	}
+	for _, topic := range []string{"y", "z"} {
+		if got := value(t, reg, "ontime_timers", "topic", topic, "state", "scheduled"); got != 1 {
+			t.Errorf("timers{topic=%q} = %v, want 1 (labelled topics are counted first)", topic, got)
+		}
+	}
+	if err := m.Sample(ctx, drv, &ontimeprom.SampleOptions{MaxTopics: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "ontime_timers", "topic", "a", "state", "scheduled"); got != 1 {
+		t.Errorf("timers{topic=a} = %v, want 1 (then the others in name order)", got)
+	}
+}

@@ -33,6 +33,13 @@ type SampleOptions struct {
 	// Filter, if set, keeps only the listed topics it returns true for
 	// (for instance those under a Client's prefix).
 	Filter func(topic string) bool
+	// MaxTopics, if positive, bounds the topics counted per pass: those
+	// that have a topic label of their own (seen by the hooks) first,
+	// then the others in name order. With thousands of topics a count of
+	// each would cost the store more than the metrics are worth; the
+	// ontime_timers gauges then cover only the counted topics (see
+	// ontime_timers_sample_topics). Default 0: every topic.
+	MaxTopics int
 }
 
 // sampledCollector exports the last pass of the sampler.
@@ -137,12 +144,21 @@ func (m *Metrics) sample(ctx context.Context, d ontimedriver.Driver, o SampleOpt
 			return fmt.Errorf("ontimeprom: sampling: listing topics: %w", err)
 		}
 	}
+	if o.Filter != nil {
+		kept := make([]string, 0, len(topics))
+		for _, t := range topics {
+			if o.Filter(t) {
+				kept = append(kept, t)
+			}
+		}
+		topics = kept
+	}
+	if o.MaxTopics > 0 && len(topics) > o.MaxTopics {
+		topics = m.firstLabelled(topics, o.MaxTopics)
+	}
 	counts := map[string]ontimedriver.Counts{}
 	n := 0
 	for _, t := range topics {
-		if o.Filter != nil && !o.Filter(t) {
-			continue
-		}
 		c, err := d.Count(ctx, t)
 		if err != nil {
 			return fmt.Errorf("ontimeprom: sampling: counting %q: %w", t, err)
@@ -165,6 +181,29 @@ func (m *Metrics) sample(ctx context.Context, d ontimedriver.Driver, o SampleOpt
 	m.sampling.topics = n
 	m.sampling.mu.Unlock()
 	return nil
+}
+
+// firstLabelled returns max of topics: those with a label of their own
+// first, then the others, each group in the order given.
+func (m *Metrics) firstLabelled(topics []string, max int) []string {
+	out := make([]string, 0, max)
+	var rest []string
+	m.mu.Lock()
+	for _, t := range topics {
+		if _, own := m.labels[t]; own && len(out) < max {
+			out = append(out, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range rest {
+		if len(out) == max {
+			break
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // RunSampler calls Sample at once and then every SampleOptions.Interval,

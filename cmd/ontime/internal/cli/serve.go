@@ -197,7 +197,10 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		// The topics it delivers: listed and filtered with serve_topics;
 		// with none, the configured ones by name, so that the compat
 		// layout's keyspace is never scanned (as discovery does not).
-		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves}
+		// At most metrics_max_topics topics are counted per pass: with
+		// thousands of topics a count of each would cost the store more
+		// than the server's idle work.
+		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves, MaxTopics: max(cfg.MetricsMaxTopics, 0)}
 		if len(cfg.ServeTopics) == 0 {
 			if len(topics) == 0 {
 				return
