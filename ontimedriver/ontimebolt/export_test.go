@@ -35,7 +35,7 @@ func HoldWriter(t testing.TB, d *Driver) (release func()) {
 		done                = make(chan error, 1)
 	)
 	go func() {
-		done <- d.write(context.Background(), func(*bbolt.Tx) error {
+		done <- d.write(context.Background(), "", func(*bbolt.Tx) error {
 			insideOnce.Do(func() { close(inside) })
 			<-freed
 			return nil
