@@ -1,0 +1,93 @@
+package ontimebolt
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// BenchmarkTopicIndexApply is the index's share of a write batch's cost:
+// moving one topic's entry in an index of 100,000 topics.
+func BenchmarkTopicIndexApply(b *testing.B) {
+	const n = 100_000
+	x := newTopicIndex()
+	topics := make([]string, n)
+	for i := range topics {
+		topics[i] = fmt.Sprint("tenant-", i)
+		x.set(topics[i], int64(i))
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	ups := make([]headUpdate, 1)
+	for b.Loop() {
+		ups[0] = headUpdate{topic: topics[rng.IntN(n)], at: rng.Int64N(2 * n), ok: true}
+		x.apply(ups)
+	}
+}
+
+// TestTopicIndexHeap checks the heap against a sorted model under random
+// sets and removes.
+func TestTopicIndexHeap(t *testing.T) {
+	x := newTopicIndex()
+	model := map[string]int64{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 20000 {
+		topic := fmt.Sprint("t", rng.IntN(300))
+		if rng.IntN(3) == 0 {
+			x.apply([]headUpdate{{topic: topic}})
+			delete(model, topic)
+		} else {
+			at := rng.Int64N(1000)
+			x.apply([]headUpdate{{topic: topic, at: at, ok: true}})
+			model[topic] = at
+		}
+		if len(x.heap) != len(model) || len(x.byTopic) != len(model) {
+			t.Fatalf("step %d: heap %d, map %d, model %d", step, len(x.heap), len(x.byTopic), len(model))
+		}
+		for i, e := range x.heap {
+			if e.pos != i || model[e.topic] != e.at {
+				t.Fatalf("step %d: entry %+v at %d, model %d", step, e, i, model[e.topic])
+			}
+			if i > 0 && entryLess(e, x.heap[(i-1)/2]) {
+				t.Fatalf("step %d: heap order broken at %d", step, i)
+			}
+		}
+		if step%50 != 0 {
+			continue
+		}
+		// due against the model: every entry at or before now, in order
+		// (limit large enough), then the first after now.
+		now := rng.Int64N(1000)
+		got, next, ok := x.due(now, "*", maxDueTopics)
+		var want []*indexEntry
+		var wantNext *indexEntry
+		for topic, at := range model {
+			e := &indexEntry{topic: topic, at: at}
+			if at <= now {
+				want = append(want, e)
+			} else if wantNext == nil || entryLess(e, wantNext) {
+				wantNext = e
+			}
+		}
+		if len(want) > maxPassedOver {
+			continue
+		}
+		slices.SortFunc(want, func(a, b *indexEntry) int {
+			if entryLess(a, b) {
+				return -1
+			}
+			return 1
+		})
+		if len(got) != len(want) {
+			t.Fatalf("step %d: due %d topics, want %d", step, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i].topic {
+				t.Fatalf("step %d: due[%d] = %s, want %s", step, i, got[i], want[i].topic)
+			}
+		}
+		if ok != (wantNext != nil) || (ok && next != wantNext.at) {
+			t.Fatalf("step %d: next (%d, %v), want %+v", step, next, ok, wantNext)
+		}
+	}
+}
