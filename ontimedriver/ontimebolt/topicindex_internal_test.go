@@ -1,10 +1,18 @@
 package ontimebolt
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // BenchmarkTopicIndexApply is the index's share of a write batch's cost:
@@ -90,4 +98,35 @@ func TestTopicIndexHeap(t *testing.T) {
 			t.Fatalf("step %d: next (%d, %v), want %+v", step, next, ok, wantNext)
 		}
 	}
+}
+
+// BenchmarkTopicHeads is what the index adds to a write batch that wrote
+// one topic: reading its head at the end of the transaction (here in a read
+// transaction of its own, whose cost is included).
+func BenchmarkTopicHeads(b *testing.B) {
+	d, err := Open(filepath.Join(b.TempDir(), "ontime.db"), &Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	timers := make([]ontimedriver.NewTimer, 100)
+	for i := range timers {
+		timers[i] = ontimedriver.NewTimer{ID: fmt.Sprint(i), Delay: time.Duration(i) * time.Second}
+	}
+	if _, err := d.Schedule(context.Background(), "q", timers, ontimedriver.Upsert); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			_ = d.view(func(*bbolt.Tx) error { return nil })
+		}
+	})
+	b.Run("view+heads", func(b *testing.B) {
+		for b.Loop() {
+			_ = d.view(func(tx *bbolt.Tx) error {
+				d.topicHeads(tx, []string{"q"})
+				return nil
+			})
+		}
+	})
 }
