@@ -267,27 +267,14 @@ func (f *frontier) pop() int {
 // topicHeads reads the heads of the given topics in tx. A topic that cannot
 // be read (a damaged file) is given the earliest instant, so that a worker
 // claims it and meets the error instead of the index hiding the topic.
-func (d *Driver) topicHeads(tx *bbolt.Tx, topics []string) (ups []headUpdate) {
-	ups = make([]headUpdate, 0, len(topics))
-	defer func() {
-		if r := recover(); r != nil {
-			ups = ups[:0]
-			for _, t := range topics {
-				ups = append(ups, headUpdate{topic: t, at: minMicros, ok: true})
-			}
-		}
-	}()
+func (d *Driver) topicHeads(tx *bbolt.Tx, topics []string) []headUpdate {
+	ups := make([]headUpdate, 0, len(topics))
 	for _, t := range topics {
-		tb, err := lookupTopic(tx, d.path, t)
-		switch {
-		case err != nil:
-			ups = append(ups, headUpdate{topic: t, at: minMicros, ok: true})
-		case tb == nil:
-			ups = append(ups, headUpdate{topic: t})
-		default:
-			at, ok := tb.head()
-			ups = append(ups, headUpdate{topic: t, at: at, ok: ok})
+		at, ok, err := d.readHead(tx, t)
+		if err != nil {
+			at, ok = minMicros, true
 		}
+		ups = append(ups, headUpdate{topic: t, at: at, ok: ok})
 	}
 	return ups
 }
@@ -335,17 +322,25 @@ func (d *Driver) refreshIndex(topics []string) {
 }
 
 // buildIndex fills the index from the file: the first key of every
-// topic's q bucket (no timer record is read).
+// topic's q bucket (no timer record is read). A topic whose q bucket cannot
+// be read (a damaged page) is indexed as due at once, and logged, so that a
+// worker's Claim meets the damage and reports it, and the other topics are
+// served as usual.
 func (d *Driver) buildIndex() error {
-	var ups []headUpdate
+	var (
+		ups     []headUpdate
+		damaged []string
+	)
 	err := d.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
-			if err != nil {
-				return err
+			topic := string(name)
+			at, ok, bad := d.readHead(tx, topic)
+			if bad != nil {
+				damaged = append(damaged, topic+": "+bad.Error())
+				at, ok = minMicros, true
 			}
-			if at, ok := tb.head(); ok {
-				ups = append(ups, headUpdate{topic: string(name), at: at, ok: true})
+			if ok {
+				ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
 			}
 			return nil
 		})
@@ -353,8 +348,28 @@ func (d *Driver) buildIndex() error {
 	if err != nil {
 		return fmt.Errorf("ontimebolt: %s: build the topic index: %w", d.path, err)
 	}
+	for _, t := range damaged {
+		d.log.Error("ontimebolt: a topic's claim index cannot be read; the topic index has it due at once",
+			"path", d.path, "topic", t)
+	}
 	d.idx.apply(ups)
 	return nil
+}
+
+// readHead reads a topic's head, turning a panic or fault on a damaged page
+// into an error.
+func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reading the file failed: %v", r)
+		}
+	}()
+	tb, err := lookupTopic(tx, d.path, topic)
+	if err != nil || tb == nil {
+		return 0, false, err
+	}
+	at, ok = tb.head()
+	return at, ok, nil
 }
 
 // TopicIndexed reports true: the store always keeps the topic index.
