@@ -3,6 +3,7 @@ package ontimebolt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -279,23 +280,29 @@ func (d *Driver) topicHeads(tx *bbolt.Tx, topics []string) []headUpdate {
 	return ups
 }
 
-// batchTopics returns the distinct topics a batch of requests writes.
+// batchTopics returns the distinct topics a batch of requests writes, in
+// the order they first appear.
 func batchTopics(batch []*request) []string {
-	var topics []string
+	var (
+		topics []string
+		seen   map[string]struct{} // for large batches only
+	)
+	if len(batch) > 16 {
+		seen = make(map[string]struct{}, len(batch))
+	}
 	for _, r := range batch {
 		if r.topic == "" {
 			continue
 		}
-		seen := false
-		for _, t := range topics {
-			if t == r.topic {
-				seen = true
-				break
+		if seen != nil {
+			if _, ok := seen[r.topic]; ok {
+				continue
 			}
+			seen[r.topic] = struct{}{}
+		} else if slices.Contains(topics, r.topic) {
+			continue
 		}
-		if !seen {
-			topics = append(topics, r.topic)
-		}
+		topics = append(topics, r.topic)
 	}
 	return topics
 }

@@ -130,3 +130,23 @@ func BenchmarkTopicHeads(b *testing.B) {
 		}
 	})
 }
+
+func TestBatchTopics(t *testing.T) {
+	for _, n := range []int{0, 5, 16, 17, 200} {
+		var batch []*request
+		var want []string
+		for i := range n {
+			topic := fmt.Sprint("t", i%7)
+			if i%5 == 4 {
+				topic = "" // a write that names no topic
+			}
+			batch = append(batch, &request{topic: topic})
+			if topic != "" && !slices.Contains(want, topic) {
+				want = append(want, topic)
+			}
+		}
+		if got := batchTopics(batch); !slices.Equal(got, want) {
+			t.Errorf("%d requests: batchTopics = %v, want %v", n, got, want)
+		}
+	}
+}
