@@ -793,3 +793,30 @@ func TestDueTopicsManyIdleTopics(t *testing.T) {
 	d = reopen(t, path, nil)
 	check(d)
 }
+
+// TestDueTopicsExpiredLease: a leased timer's topic is indexed at the lease
+// deadline, and is due once the lease has expired (Claim then hands the
+// timer out again).
+func TestDueTopicsExpiredLease(t *testing.T) {
+	t.Parallel()
+	d, _ := open(t, nil)
+	schedule(t, d, "q", ontimedriver.NewTimer{ID: "a"})
+	c := claim(t, d, "q", 1, 50*time.Millisecond)
+	deadline := c.Timers[0].LeaseUntil
+	eventually(t, 10*time.Second, func() bool {
+		r := dueTopics(t, d, "*", 10)
+		if len(r.Topics) == 0 {
+			if !r.Next.Equal(deadline) || !r.Now.Before(deadline) {
+				t.Fatalf("leased: Now %v, Next %v, lease deadline %v", r.Now, r.Next, deadline)
+			}
+			return false
+		}
+		if r.Now.Before(deadline) {
+			t.Fatalf("reported due at %v, before the lease deadline %v", r.Now, deadline)
+		}
+		return true
+	})
+	if c := claim(t, d, "q", 1, time.Minute); len(c.Timers) != 1 || c.Timers[0].Attempt != 2 {
+		t.Fatalf("after the lease expired Claim got %+v", c.Timers)
+	}
+}
