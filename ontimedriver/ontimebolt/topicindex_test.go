@@ -1,6 +1,7 @@
 package ontimebolt_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -332,6 +333,14 @@ func TestDueTopicsInvalid(t *testing.T) {
 	}
 	if _, _, err := d.SubscribeTopics(ctx, ""); !errors.Is(err, ontimedriver.ErrInvalid) {
 		t.Errorf("SubscribeTopics(\"\") = %v, want ErrInvalid", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := d.DueTopics(cancelled, "*", 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("DueTopics(cancelled ctx) = %v", err)
+	}
+	if _, _, err := d.SubscribeTopics(cancelled, "*"); !errors.Is(err, context.Canceled) {
+		t.Errorf("SubscribeTopics(cancelled ctx) = %v", err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
