@@ -363,19 +363,28 @@ func (d *Driver) buildIndex() error {
 	return nil
 }
 
-// readHead reads a topic's head, turning a panic or fault on a damaged page
-// into an error.
+// readHead reads a topic's head (as topicBuckets.head, binding the q bucket
+// only), turning a panic or fault on a damaged page into an error.
 func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("reading the file failed: %v", r)
 		}
 	}()
-	tb, err := lookupTopic(tx, d.path, topic)
-	if err != nil || tb == nil {
-		return 0, false, err
+	topics := tx.Bucket(bucketTopics)
+	if topics == nil {
+		return 0, false, corruptError(d.path, "bucket %q is missing", bucketTopics)
 	}
-	at, ok = tb.head()
+	root := topics.Bucket([]byte(topic))
+	if root == nil {
+		return 0, false, nil
+	}
+	q := root.Bucket(bucketQueue)
+	if q == nil {
+		return 0, false, corruptError(d.path, "topic %q: a bucket is missing", topic)
+	}
+	k, _ := q.Cursor().First()
+	at, _, ok = splitKey(k)
 	return at, ok, nil
 }
 
