@@ -257,7 +257,13 @@ func (d *Driver) call(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
 	return d.classify(fn(tx))
 }
 
+// update runs fn in a write transaction and commits it. A fault on a
+// damaged page (while fn reads, or while the commit copies a node out of
+// the file) becomes an error wrapping ErrCorrupt, and bbolt rolls the
+// transaction back: the writer goroutine faults this way already, and
+// Open's goroutine (dropLeases, initLayout) needs it set here.
 func (d *Driver) update(fn func(*bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = d.panicError(r)
