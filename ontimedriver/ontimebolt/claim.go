@@ -29,7 +29,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 		res         *ontimedriver.ClaimResult
 		quarantined []string
 	)
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		now := time.Now()
 		nowUs := floorMicros(now)
 		res = &ontimedriver.ClaimResult{Now: fromMicros(nowUs)}
@@ -161,7 +161,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		results []error
 		w       wake
 	)
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(ops))
 		w = wake{}
 		tb, err := lookupTopic(tx, d.path, topic)
@@ -240,7 +240,7 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 		return nil, fmt.Errorf("%w: lease %v is not positive", ontimedriver.ErrInvalid, lease)
 	}
 	var results []error
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(leases))
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {

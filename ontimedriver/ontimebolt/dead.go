@@ -110,7 +110,7 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 		n int
 		w wake
 	)
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n, w = 0, wake{}
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil || tb == nil {
@@ -168,7 +168,7 @@ func (d *Driver) PurgeAllDead(ctx context.Context, topic string) (int, error) {
 
 func (d *Driver) purgeDead(ctx context.Context, topic string, ids []string, all bool) (int, error) {
 	var n int
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n = 0
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil || tb == nil {

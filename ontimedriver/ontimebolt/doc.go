@@ -76,6 +76,34 @@
 // the file. Subscribe notifications are in-process, which is all a store
 // that only one process can open needs.
 //
+// # Topic index
+//
+// [Driver] implements [ontimedriver.TopicIndex], so one worker loop can
+// serve thousands of topics. Since one process owns the file, the index is
+// kept in memory: Open builds it from the first key of every topic's q
+// bucket (no timer record is read), and every write batch ends by reading
+// the head of each topic it wrote; the index takes those once the commit is
+// fsynced and before any caller is answered, so it never shows a write that
+// was rolled back, and after a failed commit the heads are read again. The
+// indexed instant is therefore the topic's exact next claimable instant (a
+// due time, or a lease deadline while leased), not merely a lower bound; a
+// topic without timers is not in it. [Driver.DueTopics] uses the clock and
+// rounding Claim uses, so a topic it reports is claimable.
+//
+// The index is a binary heap ordered by (instant, topic), with a map from
+// topic to entry; an update costs O(log topics). A query walks the heap in
+// order without changing it, so DueTopics with pattern "*" looks at one
+// entry when nothing is due, whatever the number of topics, and at about
+// as many as it returns otherwise. With another pattern it passes over the
+// entries that do not match, in time order, and gives up after 1000 of
+// them (or after 1000 due ones beyond the limit while it looks for Next):
+// Next is then zero and the caller polls.
+//
+// [Driver.SubscribeTopics] wakes whenever a Subscribe listener of a
+// matching topic would be woken. Its channel buffers one wake-up; one that
+// finds it full is merged with the buffered one (earlier due time kept;
+// two different topics become the empty topic, "look again").
+//
 // # Damage
 //
 // Open checks the file header (bbolt's meta pages) and size before bbolt

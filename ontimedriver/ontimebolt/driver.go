@@ -45,7 +45,11 @@ type Driver struct {
 
 	subMu      sync.Mutex
 	subs       map[string]map[*subscription]struct{}
+	topicSubs  map[*topicSubscription]struct{}
 	subsClosed bool
+
+	// idx is the topic index (topicindex.go).
+	idx *topicIndex
 }
 
 // SlowClaims reports true: a Claim waits for its commit's fsync, so
@@ -126,6 +130,9 @@ func (d *Driver) panicError(r any) error {
 // A request is one write call waiting for the writer.
 type request struct {
 	ctx context.Context
+	// topic is the topic fn writes ("" for none): its entry in the topic
+	// index is set from the file after the commit.
+	topic string
 	// fn runs inside the shared transaction. It may run more than once
 	// (when another call in the batch fails and the batch is redone), so it
 	// must set its results from scratch each time and do nothing outside
@@ -137,14 +144,14 @@ type request struct {
 // write hands fn to the writer and waits for the commit (and its fsync).
 // Once the writer has taken the request, write waits for the outcome even if
 // ctx ends, so that an error always means nothing was written.
-func (d *Driver) write(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+func (d *Driver) write(ctx context.Context, topic string, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if d.closed.Load() {
 		return ontimedriver.ErrClosed
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	r := &request{ctx: ctx, topic: topic, fn: fn, done: make(chan error, 1)}
 	d.waiting.Add(1)
 	select {
 	case d.reqs <- r:
@@ -191,6 +198,12 @@ func (d *Driver) writer() {
 // runBatch commits a batch. A call whose fn fails is taken out and answered
 // with its error, and the rest are redone in a fresh transaction, so one bad
 // call never fails or half-applies another.
+//
+// The transaction ends by reading the head of every topic the batch wrote;
+// the topic index takes them once the commit (and its fsync) is done, before
+// any caller is answered, so the index never shows a rolled back write and
+// a caller that was told of a write (or a Subscribe listener woken by it)
+// finds the index up to date.
 func (d *Driver) runBatch(batch []*request) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -202,12 +215,17 @@ func (d *Driver) runBatch(batch []*request) {
 	}
 	for len(live) > 0 {
 		failed, failErr := -1, error(nil)
+		topics := batchTopics(live)
 		err := d.update(func(tx *bbolt.Tx) error {
 			for i, r := range live {
 				if err := d.call(r.fn, tx); err != nil {
 					failed, failErr = i, err
 					return err
 				}
+			}
+			if len(topics) > 0 {
+				heads := d.topicHeads(tx, topics)
+				tx.OnCommit(func() { d.idx.apply(heads) })
 			}
 			return nil
 		})
@@ -219,6 +237,7 @@ func (d *Driver) runBatch(batch []*request) {
 		if err != nil {
 			d.log.Error("ontimebolt: commit failed", "path", d.path, "err", err)
 			err = fmt.Errorf("ontimebolt: %s: commit: %w", d.path, err)
+			d.refreshIndex(topics)
 		} else {
 			d.commits.Add(1)
 		}
@@ -238,7 +257,13 @@ func (d *Driver) call(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
 	return d.classify(fn(tx))
 }
 
+// update runs fn in a write transaction and commits it. A fault on a
+// damaged page (while fn reads, or while the commit copies a node out of
+// the file) becomes an error wrapping ErrCorrupt, and bbolt rolls the
+// transaction back: the writer goroutine faults this way already, and
+// Open's goroutine (dropLeases, initLayout) needs it set here.
 func (d *Driver) update(fn func(*bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = d.panicError(r)

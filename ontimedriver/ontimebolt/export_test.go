@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -35,7 +36,7 @@ func HoldWriter(t testing.TB, d *Driver) (release func()) {
 		done                = make(chan error, 1)
 	)
 	go func() {
-		done <- d.write(context.Background(), func(*bbolt.Tx) error {
+		done <- d.write(context.Background(), "", func(*bbolt.Tx) error {
 			insideOnce.Do(func() { close(inside) })
 			<-freed
 			return nil
@@ -66,3 +67,48 @@ var SyncDir = syncDir
 
 // TxStats returns bbolt's cumulative transaction statistics of d's file.
 func TxStats(d *Driver) bbolt.TxStats { return d.db.Stats().TxStats }
+
+// Indexed returns topic's instant in d's topic index.
+func Indexed(d *Driver, topic string) (time.Time, bool) {
+	us, ok := d.idx.get(topic)
+	if !ok {
+		return time.Time{}, false
+	}
+	return fromMicros(us), true
+}
+
+// IndexLen returns how many topics d's topic index holds.
+func IndexLen(d *Driver) int {
+	d.idx.mu.Lock()
+	defer d.idx.mu.Unlock()
+	return len(d.idx.heap)
+}
+
+// IndexVisited returns how many index entries d's DueTopics calls have
+// looked at, in all.
+func IndexVisited(d *Driver) int64 { return d.idx.visited.Load() }
+
+// FileHead reads topic's first claimable instant from the file (the first
+// key of its q bucket), as the index should have it.
+func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
+	t.Helper()
+	var (
+		us int64
+		ok bool
+	)
+	err := d.view(func(tx *bbolt.Tx) error {
+		tb, err := lookupTopic(tx, d.path, topic)
+		if err != nil || tb == nil {
+			return err
+		}
+		us, ok = tb.head()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("FileHead(%q): %v", topic, err)
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return fromMicros(us), true
+}

@@ -70,7 +70,7 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 		result error
 		w      wake
 	)
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		due, result, w = 0, nil, wake{}
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {

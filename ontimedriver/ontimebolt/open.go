@@ -49,12 +49,18 @@ func Open(path string, opts *Options) (*Driver, error) {
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		subs:       make(map[string]map[*subscription]struct{}),
+		topicSubs:  make(map[*topicSubscription]struct{}),
+		idx:        newTopicIndex(),
 	}
 	if err := d.initLayout(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	if err := d.dropLeases(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := d.buildIndex(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}

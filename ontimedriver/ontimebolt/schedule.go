@@ -32,7 +32,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 			}
 		}
 	}
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]ontimedriver.ScheduleResult, len(timers))
 		tb, err := createTopic(tx, d.path, topic)
 		if err != nil {
@@ -85,7 +85,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 // Cancel deletes a scheduled or leased timer. See ontimedriver.Driver.
 func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	var result error
-	err := d.write(ctx, func(tx *bbolt.Tx) error {
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		result = nil
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {

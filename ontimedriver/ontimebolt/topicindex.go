@@ -1,0 +1,421 @@
+package ontimebolt
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+)
+
+var _ ontimedriver.TopicIndex = (*Driver)(nil)
+
+// Limits of DueTopics.
+const (
+	// maxDueTopics caps DueTopics's limit.
+	maxDueTopics = 1000
+	// maxPassedOver is how many index entries DueTopics passes over (topics
+	// that do not match the pattern, or due ones beyond the limit while it
+	// looks for Next) before it gives up looking; Next is then zero.
+	maxPassedOver = 1000
+)
+
+// topicIndex is the in-memory index of topics by the instant their next
+// timer becomes claimable: the first key of each topic's q bucket. It is
+// built at Open and set after every committed write transaction for the
+// topics that transaction wrote (see Driver.runBatch), so it never shows a
+// write that was rolled back.
+//
+// It is a binary min-heap ordered by (instant, topic), with each entry
+// knowing its position so that an update is one heap.Fix (O(log n)), and a
+// map from topic to entry. Queries walk the heap in order without changing
+// it (a second, small heap holds the frontier of positions to visit), so a
+// query costs O(k log k) for the k entries it visits, whatever the size of
+// the index.
+type topicIndex struct {
+	mu      sync.Mutex
+	heap    []*indexEntry
+	byTopic map[string]*indexEntry
+
+	// visited counts the entries queries have looked at, for the tests.
+	visited atomic.Int64
+}
+
+type indexEntry struct {
+	topic string
+	at    int64 // microseconds, as in the q keys
+	pos   int   // index in topicIndex.heap
+}
+
+func entryLess(a, b *indexEntry) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.topic < b.topic
+}
+
+func newTopicIndex() *topicIndex {
+	return &topicIndex{byTopic: make(map[string]*indexEntry)}
+}
+
+// A headUpdate is a topic's new head: its first claimable instant, or ok
+// false when it holds no timers.
+type headUpdate struct {
+	topic string
+	at    int64
+	ok    bool
+}
+
+// apply sets the heads of a committed transaction.
+func (x *topicIndex) apply(ups []headUpdate) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, u := range ups {
+		if u.ok {
+			x.set(u.topic, u.at)
+		} else {
+			x.remove(u.topic)
+		}
+	}
+}
+
+// set puts or moves a topic's entry. The caller holds mu.
+func (x *topicIndex) set(topic string, at int64) {
+	if e := x.byTopic[topic]; e != nil {
+		if e.at != at {
+			e.at = at
+			x.fix(e.pos)
+		}
+		return
+	}
+	e := &indexEntry{topic: topic, at: at, pos: len(x.heap)}
+	x.byTopic[topic] = e
+	x.heap = append(x.heap, e)
+	x.up(e.pos)
+}
+
+// remove drops a topic's entry, if any. The caller holds mu.
+func (x *topicIndex) remove(topic string) {
+	e := x.byTopic[topic]
+	if e == nil {
+		return
+	}
+	delete(x.byTopic, topic)
+	last := len(x.heap) - 1
+	i := e.pos
+	if i != last {
+		x.swap(i, last)
+	}
+	x.heap[last] = nil
+	x.heap = x.heap[:last]
+	if i != last {
+		x.fix(i)
+	}
+}
+
+func (x *topicIndex) swap(i, j int) {
+	h := x.heap
+	h[i], h[j] = h[j], h[i]
+	h[i].pos, h[j].pos = i, j
+}
+
+func (x *topicIndex) fix(i int) {
+	if !x.down(i) {
+		x.up(i)
+	}
+}
+
+func (x *topicIndex) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !entryLess(x.heap[i], x.heap[p]) {
+			return
+		}
+		x.swap(i, p)
+		i = p
+	}
+}
+
+func (x *topicIndex) down(i0 int) bool {
+	i, n := i0, len(x.heap)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && entryLess(x.heap[r], x.heap[c]) {
+			c = r
+		}
+		if !entryLess(x.heap[c], x.heap[i]) {
+			break
+		}
+		x.swap(i, c)
+		i = c
+	}
+	return i > i0
+}
+
+// get returns a topic's indexed instant (for the tests).
+func (x *topicIndex) get(topic string) (int64, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.byTopic[topic]; e != nil {
+		return e.at, true
+	}
+	return 0, false
+}
+
+// due returns up to limit topics matching pattern with an instant at or
+// before now, earliest first, and the earliest instant after now of a
+// matching topic (ok false when there is none, or when maxPassedOver
+// entries were passed over before it was found).
+//
+// It visits the heap's entries in order with a frontier heap of positions:
+// an entry's children are visited only after it, so the walk stops as soon
+// as it has its answer, having looked at the entries before that answer
+// and their children only.
+func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string, next int64, ok bool) {
+	all := pattern == "*"
+	topics = []string{}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := x.heap
+	if len(h) == 0 {
+		return topics, 0, false
+	}
+	var (
+		f       = frontier{h: h, pos: make([]int, 0, 16)}
+		passed  int
+		visited int64
+	)
+	defer func() { x.visited.Add(visited) }()
+	f.push(0)
+	for len(f.pos) > 0 {
+		i := f.pop()
+		e := h[i]
+		visited++
+		match := all || ontimedriver.MatchTopic(pattern, e.topic)
+		switch {
+		case match && e.at > now:
+			return topics, e.at, true
+		case match && len(topics) < limit:
+			topics = append(topics, e.topic)
+		default:
+			if passed++; passed > maxPassedOver {
+				return topics, 0, false
+			}
+		}
+		if c := 2*i + 1; c < len(h) {
+			f.push(c)
+			if c+1 < len(h) {
+				f.push(c + 1)
+			}
+		}
+	}
+	return topics, 0, false
+}
+
+// frontier is a min-heap of positions in an entry heap, ordered by their
+// entries.
+type frontier struct {
+	h   []*indexEntry
+	pos []int
+}
+
+func (f *frontier) less(i, j int) bool { return entryLess(f.h[f.pos[i]], f.h[f.pos[j]]) }
+
+func (f *frontier) push(p int) {
+	f.pos = append(f.pos, p)
+	i := len(f.pos) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !f.less(i, parent) {
+			break
+		}
+		f.pos[i], f.pos[parent] = f.pos[parent], f.pos[i]
+		i = parent
+	}
+}
+
+func (f *frontier) pop() int {
+	top := f.pos[0]
+	last := len(f.pos) - 1
+	f.pos[0] = f.pos[last]
+	f.pos = f.pos[:last]
+	i, n := 0, last
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && f.less(r, c) {
+			c = r
+		}
+		if !f.less(c, i) {
+			break
+		}
+		f.pos[i], f.pos[c] = f.pos[c], f.pos[i]
+		i = c
+	}
+	return top
+}
+
+// topicHeads reads the heads of the given topics in tx. A topic that cannot
+// be read (a damaged file) is given the earliest instant, so that a worker
+// claims it and meets the error instead of the index hiding the topic.
+func (d *Driver) topicHeads(tx *bbolt.Tx, topics []string) []headUpdate {
+	ups := make([]headUpdate, 0, len(topics))
+	for _, t := range topics {
+		at, ok, err := d.readHead(tx, t)
+		if err != nil {
+			at, ok = minMicros, true
+		}
+		ups = append(ups, headUpdate{topic: t, at: at, ok: ok})
+	}
+	return ups
+}
+
+// batchTopics returns the distinct topics a batch of requests writes, in
+// the order they first appear.
+func batchTopics(batch []*request) []string {
+	var (
+		topics []string
+		seen   map[string]struct{} // for large batches only
+	)
+	if len(batch) > 16 {
+		seen = make(map[string]struct{}, len(batch))
+	}
+	for _, r := range batch {
+		if r.topic == "" {
+			continue
+		}
+		if seen != nil {
+			if _, ok := seen[r.topic]; ok {
+				continue
+			}
+			seen[r.topic] = struct{}{}
+		} else if slices.Contains(topics, r.topic) {
+			continue
+		}
+		topics = append(topics, r.topic)
+	}
+	return topics
+}
+
+// refreshIndex re-reads the heads of topics after a commit that failed
+// (whether it reached the disk is unknown; bbolt goes on with the state
+// before it, which is what later transactions see).
+func (d *Driver) refreshIndex(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	var ups []headUpdate
+	err := d.view(func(tx *bbolt.Tx) error {
+		ups = d.topicHeads(tx, topics)
+		return nil
+	})
+	if err != nil {
+		ups = ups[:0]
+		for _, t := range topics {
+			ups = append(ups, headUpdate{topic: t, at: minMicros, ok: true})
+		}
+	}
+	d.idx.apply(ups)
+}
+
+// buildIndex fills the index from the file: the first key of every
+// topic's q bucket (no timer record is read). A topic whose q bucket cannot
+// be read (a damaged page) is indexed as due at once, and logged, so that a
+// worker's Claim meets the damage and reports it, and the other topics are
+// served as usual.
+func (d *Driver) buildIndex() error {
+	var (
+		ups     []headUpdate
+		damaged []string
+	)
+	err := d.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
+			topic := string(name)
+			at, ok, bad := d.readHead(tx, topic)
+			if bad != nil {
+				damaged = append(damaged, topic+": "+bad.Error())
+				at, ok = minMicros, true
+			}
+			if ok {
+				ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("ontimebolt: %s: build the topic index: %w", d.path, err)
+	}
+	for _, t := range damaged {
+		d.log.Error("ontimebolt: a topic's claim index cannot be read; the topic index has it due at once",
+			"path", d.path, "topic", t)
+	}
+	d.idx.apply(ups)
+	return nil
+}
+
+// readHead reads a topic's head (as topicBuckets.head, binding the q bucket
+// only), turning a panic or fault on a damaged page into an error.
+func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reading the file failed: %v", r)
+		}
+	}()
+	topics := tx.Bucket(bucketTopics)
+	if topics == nil {
+		return 0, false, corruptError(d.path, "bucket %q is missing", bucketTopics)
+	}
+	root := topics.Bucket([]byte(topic))
+	if root == nil {
+		return 0, false, nil
+	}
+	q := root.Bucket(bucketQueue)
+	if q == nil {
+		return 0, false, corruptError(d.path, "topic %q: a bucket is missing", topic)
+	}
+	k, _ := q.Cursor().First()
+	at, _, ok = splitKey(k)
+	return at, ok, nil
+}
+
+// TopicIndexed reports true: the store always keeps the topic index.
+func (d *Driver) TopicIndexed() bool { return true }
+
+// DueTopics returns up to limit topics matching pattern whose next timer is
+// claimable now, earliest first, and the earliest instant after now of a
+// matching topic. See ontimedriver.TopicIndex and "Topic index" in the
+// package documentation. A pattern that ontimedriver.ValidatePattern
+// refuses, or a limit below 1, is an error wrapping ontimedriver.ErrInvalid;
+// a limit over 1000 is taken as 1000.
+func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ontimedriver.DueTopicsResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ontimedriver.ValidatePattern(pattern); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: due topics limit %d is not positive", ontimedriver.ErrInvalid, limit)
+	}
+	limit = min(limit, maxDueTopics)
+	if d.closed.Load() {
+		return nil, ontimedriver.ErrClosed
+	}
+	nowUs := floorMicros(time.Now())
+	topics, next, ok := d.idx.due(nowUs, pattern, limit)
+	res := &ontimedriver.DueTopicsResult{Topics: topics, Now: fromMicros(nowUs)}
+	if ok {
+		res.Next = fromMicros(next)
+	}
+	return res, nil
+}
