@@ -168,6 +168,9 @@ func luaGlob(pattern string) []any {
 	}
 	parts := strings.Split(pattern, "*")
 	if len(parts) == 1 {
+		if !strings.Contains(pattern, "?") {
+			return []any{"e", pattern}
+		}
 		return []any{"x", "^" + luaLiteral(pattern) + "$"}
 	}
 	pre, suf := parts[0], parts[len(parts)-1]

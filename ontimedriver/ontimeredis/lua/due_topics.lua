@@ -4,6 +4,7 @@
 -- ARGV[1] limit, ARGV[2] scan cap: at most this many entries are read in
 -- each part (the due topics, the next one), ARGV[3] the pattern's form:
 --   "a"  every topic (no more ARGV)
+--   "e"  exactly one topic: ARGV[4] (no wildcard)
 --   "x"  no '*': ARGV[4] is an anchored Lua pattern for the whole topic
 --   "g"  with '*': ARGV[4] anchored Lua pattern of the part before the
 --        first '*' ("" if none), ARGV[5] anchored (both ends) Lua pattern
@@ -28,6 +29,18 @@ if form == 'a' then
   local nx = redis.call('ZRANGEBYSCORE', idx, '(' .. ms, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if nx[2] then
     out[2] = nx[2]
+  end
+  return out
+end
+
+if form == 'e' then
+  local sc = redis.call('ZSCORE', idx, ARGV[4])
+  if sc then
+    if tonumber(sc) <= ms then
+      out[3] = ARGV[4]
+    else
+      out[2] = sc
+    end
   end
   return out
 end
@@ -68,7 +81,9 @@ local function match(s)
   return true
 end
 
-local chunk = 128
+-- entries are read in chunks that grow (a first match is often near),
+-- from about limit up to 256
+local chunk = math.max(16, math.min(limit, 256))
 -- the due topics
 local found, seen, complete = 0, 0, false
 while found < limit do
@@ -76,6 +91,7 @@ while found < limit do
     break
   end
   local n = math.min(chunk, cap - seen)
+  chunk = math.min(chunk * 2, 256)
   local r = redis.call('ZRANGEBYSCORE', idx, '-inf', ms, 'LIMIT', seen, n)
   seen = seen + #r
   for i = 1, #r do
@@ -99,8 +115,10 @@ if found < limit and not complete then
 end
 -- the next one
 seen = 0
+chunk = 16
 while seen < cap do
   local n = math.min(chunk, cap - seen)
+  chunk = math.min(chunk * 2, 256)
   local r = redis.call('ZRANGEBYSCORE', idx, '(' .. ms, '+inf', 'WITHSCORES', 'LIMIT', seen, n)
   seen = seen + #r / 2
   for i = 1, #r, 2 do
