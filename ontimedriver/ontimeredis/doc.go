@@ -1,7 +1,7 @@
 // Package ontimeredis keeps ontime timers in Redis (single node, Sentinel
 // or Cluster) through a go-redis v9 UniversalClient that the caller owns.
-// It needs Redis 6.2 or later (the scripts use ZMSCORE and ZADD LT); it is tested on
-// 7.0.
+// It needs Redis 6.2 or later (the scripts use ZMSCORE and ZADD LT); it is
+// tested on 7.0.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	d, err := ontimeredis.New(rdb, nil) // native layout, prefix "ontime:"

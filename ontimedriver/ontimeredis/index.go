@@ -122,9 +122,18 @@ func (d *Driver) NeedsIndexRepair() bool { return d.idx == idxHints }
 // DueTopics returns up to limit topics matching pattern whose indexed
 // instant has come, with one script call on the index. See
 // ontimedriver.TopicIndex. limit must be at least 1; above 1000 it is
-// 1000. With a pattern other than "*", at most 1000 due entries that do not
-// match are passed over (then Next is zero: the caller polls), and at most
-// 1000 later ones looking for Next.
+// 1000.
+//
+// Cost: "*" reads the due entries it returns and one more (O(log N) in
+// the index's size N); a pattern without wildcards reads its one entry. A
+// pattern with wildcards reads entries in order and matches each (in Lua,
+// linear in the topic's length for each part of the pattern): at most
+// 1000 due entries (when they do not match enough, DueTopics gives up:
+// Next is zero, the caller polls) and at most 1000 later ones looking for
+// Next (zero when none matched). With 10,000 idle topics that is about
+// 15 µs of Redis time a call for "*" or a pattern most topics match, and
+// at most about 0.5–1 ms for a pattern that matches none
+// (TestIndexScale).
 func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ontimedriver.DueTopicsResult, error) {
 	if d.idx == idxNone {
 		return nil, d.noIndex("DueTopics")
