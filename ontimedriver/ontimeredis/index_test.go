@@ -482,3 +482,82 @@ func TestLuaGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeTopicsOverflow: a subscriber that does not read keeps a
+// full buffer whose last wake-up has an empty Topic ("look again"), which
+// stands for the wake-ups that did not fit.
+func TestSubscribeTopicsOverflow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := newDriver(t, ontimeredis.Options{})
+	ch, cancel, err := d.SubscribeTopics(ctx, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	const n = 200
+	for i := range n {
+		if _, err := d.Schedule(ctx, fmt.Sprintf("over.%d", i), []ontimedriver.NewTimer{{ID: "x", Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the last topic's wake-up has been handled once a wake-up of a later
+	// subscription (same connection, same order) arrives
+	probe, cancelProbe, err := d.SubscribeTopics(ctx, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancelProbe()
+	if _, err := d.Schedule(ctx, "probe", []ontimedriver.NewTimer{{ID: "x", Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-probe:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up for probe")
+	}
+	if len(ch) != cap(ch) {
+		t.Fatalf("buffer holds %d of %d after %d wake-ups", len(ch), cap(ch), n)
+	}
+	var last ontimedriver.TopicWake
+	named := 0
+	for len(ch) > 0 {
+		last = <-ch
+		if last.Topic != "" {
+			named++
+		}
+	}
+	if last.Topic != "" || named != cap(ch)-1 {
+		t.Errorf("after an overflow: last wake-up %+v, %d named ones; want the last with an empty Topic, after %d named", last, named, cap(ch)-1)
+	}
+}
+
+// TestSubscribeTopicsPrefixEscaped: Redis glob characters in the prefix
+// are literal in the PSUBSCRIBE pattern, so a driver with prefix "p*:"
+// does not hear the topics of a driver with prefix "pX:".
+func TestSubscribeTopicsPrefixEscaped(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	base := redistest.Prefix(t)
+	glob := newDriver(t, ontimeredis.Options{Prefix: base + "p*?[a]\\:"})
+	other := newDriver(t, ontimeredis.Options{Prefix: base + "pXY\\:"})
+	ch, cancel, err := glob.SubscribeTopics(ctx, "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	if _, err := other.Schedule(ctx, "t", []ontimedriver.NewTimer{{ID: "x", Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := glob.Schedule(ctx, "mine", []ontimedriver.NewTimer{{ID: "x", Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-ch:
+		if w.Topic != "mine" {
+			t.Errorf("wake-up for %q, want mine (the other driver's topic leaked through the prefix)", w.Topic)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up for mine")
+	}
+}

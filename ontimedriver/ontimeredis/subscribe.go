@@ -51,6 +51,9 @@ type plistener struct {
 	once          sync.Once
 	topicPattern  string
 	before, after string
+	// overflowed: the last send found the buffer full and put a wake-up
+	// with an empty Topic in it (guarded by the hub's lock)
+	overflowed bool
 }
 
 // topicWakeBuffer is the buffer of a SubscribeTopics channel: wake-ups of
@@ -306,7 +309,7 @@ func (h *hub) pnotify(pattern, channel string, at time.Time) {
 		if !ok || ontimedriver.ValidateTopic(topic) != nil || !ontimedriver.MatchTopic(l.topicPattern, topic) {
 			continue
 		}
-		sendTopic(l.ch, ontimedriver.TopicWake{Topic: topic, Due: at})
+		l.send(ontimedriver.TopicWake{Topic: topic, Due: at})
 	}
 }
 
@@ -366,27 +369,34 @@ func (h *hub) broadcast(at time.Time) {
 	}
 	for _, set := range h.plisteners {
 		for l := range set {
-			sendTopic(l.ch, ontimedriver.TopicWake{Due: at})
+			l.send(ontimedriver.TopicWake{Due: at})
 		}
 	}
 }
 
-// sendTopic never blocks: when the buffer is full, its oldest wake-up
-// makes room for one with an empty Topic ("any topic: look again"), which
-// stands for both the dropped wake-up and w; the last one in the buffer is
-// then always such a wake-up, so nothing is lost without a trace.
-func sendTopic(ch chan ontimedriver.TopicWake, w ontimedriver.TopicWake) {
+// send never blocks. When the buffer is full, its oldest wake-up makes
+// room for one with an empty Topic ("any topic: look again"), which stands
+// for it and for w, and later wake-ups are dropped until a send finds room
+// again: that empty one is still in the buffer then (a full buffer with
+// overflowed set means the receiver has read nothing since), after every
+// dropped one. Called with the hub's lock held.
+func (l *plistener) send(w ontimedriver.TopicWake) {
 	select {
-	case ch <- w:
+	case l.ch <- w:
+		l.overflowed = false
 		return
 	default:
 	}
+	if l.overflowed {
+		return
+	}
 	select {
-	case <-ch:
+	case <-l.ch:
 	default:
 	}
 	select {
-	case ch <- ontimedriver.TopicWake{}:
+	case l.ch <- ontimedriver.TopicWake{}:
+		l.overflowed = true
 	default:
 	}
 }
