@@ -14,6 +14,10 @@
 //		})
 //	}
 //
+// Drivers that implement [ontimedriver.TopicIndex] are checked by the
+// "TopicIndex" group of Run (skipped, with a message, when TopicIndexed
+// reports false); [RunTopicIndex] runs that group alone.
+//
 // [RunLibrary] is the second suite, run with the same [Harness]: it drives
 // the store through the public API of package ontime (Client and Workers)
 // and checks what users are promised end to end. A driver package runs
@@ -145,6 +149,7 @@ func groups() []group {
 		{"FireNow", fireNowCases()},
 		{"Dead", deadCases()},
 		{"Subscribe", subscribeCases()},
+		{"TopicIndex", topicIndexCases()},
 		{"Misc", miscCases()},
 	}
 }

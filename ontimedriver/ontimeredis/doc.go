@@ -1,7 +1,7 @@
 // Package ontimeredis keeps ontime timers in Redis (single node, Sentinel
 // or Cluster) through a go-redis v9 UniversalClient that the caller owns.
-// It needs Redis 6.2 or later (the scripts use ZMSCORE); it is tested on
-// 7.0.
+// It needs Redis 6.2 or later (the scripts use ZMSCORE and ZADD LT); it is
+// tested on 7.0.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	d, err := ontimeredis.New(rdb, nil) // native layout, prefix "ontime:"
@@ -27,6 +27,12 @@
 //	P{T}:wake   channel     PUBLISHed with the new head's due time
 //	Ptopics     set         the topics ever written (Topics filters out the
 //	                        empty ones)
+//	P{topics}:next  sorted set  the topic index: topic → the instant its
+//	                        next timer becomes claimable (ms, as the head
+//	                        of P{T}:due), or earlier; no entry when the
+//	                        topic holds no timer (see Topic index)
+//	P{topics}:ver   hash    topic → the Redis clock (µs) of the last hint
+//	                        applied to its index entry (Redis Cluster only)
 //
 // The per-timer metadata lives in the record's short text header instead of
 // a second hash, so a waiting timer costs one sorted-set entry and one hash
@@ -91,6 +97,50 @@
 // Redis has confirmed the subscription. After the connection drops every
 // subscriber gets a wake-up (and go-redis subscribes again), since
 // notifications may have been missed.
+//
+// # Topic index
+//
+// The native layout keeps an index of topics by the instant their next
+// timer becomes claimable (ontimedriver.TopicIndex), so that one worker
+// loop serves thousands of topics, or a pattern of them, and an idle topic
+// costs nothing per poll: DueTopics reads the index with one script call,
+// SubscribeTopics PSUBSCRIBEs to the topics' wake channels on the driver's
+// one pub/sub connection.
+//
+// An entry is a lower bound: never later than the topic's next timer.
+// Every claim and settle sets it to the topic's exact head, or removes it
+// when the topic holds no timer (so emptied topics leave the index); a
+// schedule, retry, snooze, FireNow or replay lowers it (ZADD LT) when the
+// new timer may come first; a cancel that empties the topic removes it;
+// other cancels, lease extensions and upserts that move the head later
+// leave it low, which costs one claim that finds nothing.
+//
+// On one Redis (a *redis.Client: standalone, or Sentinel through
+// redis.NewFailoverClient) the scripts write the index themselves,
+// atomically with the timers (a script may touch keys of any slot there):
+// the index is always right, and SyncTopicIndex is needed only after the
+// index was deleted or timers were written by an older ontime.
+//
+// On a Redis Cluster (or any other client) the index lives in another slot
+// than the topics, so the scripts cannot write it: each returns what
+// changed with its clock (TIME in µs) and the driver writes that as a hint
+// right after, with a small script on the index's slot. Exact hints (claim,
+// settle, cancel) apply only when newer than the last hint applied to the
+// topic, lowering hints (schedule, FireNow, replay) always lower, so a hint
+// that arrives late cannot undo a newer one. A crash between an operation
+// and its hint, a failed hint write, or a failover to a replica whose clock
+// is behind loses a hint: the cost is lateness for that topic until its
+// next claim or the next SyncTopicIndex, never a lost timer.
+// NeedsIndexRepair reports true there, and the library's pattern workers
+// then call SyncTopicIndex every IndexRepairInterval. On a Cluster a
+// wake-up is published by the topic's script before its hint is written:
+// a woken worker claims the topic it names rather than wait for DueTopics
+// to list it.
+//
+// The compatible layout keeps no index (the Python library writes its keys
+// without one): TopicIndexed reports false, and DueTopics,
+// SubscribeTopics and SyncTopicIndex return an error wrapping
+// ontimedriver.ErrNoTopicIndex.
 //
 // # Compatible layout
 //

@@ -36,6 +36,11 @@ type Driver struct {
 	// enforces the deadline itself (see bounded).
 	ctxBound bool
 
+	// idx says who writes the topic index: nobody (compatible layout),
+	// the scripts (one Redis), or the driver after each script (a Redis
+	// Cluster, where the index lives in another slot).
+	idx idxMode
+
 	// registered remembers the topics this Driver has added to the topic
 	// registry (native layout), so a publish adds it once per process.
 	registered sync.Map
@@ -45,6 +50,7 @@ type Driver struct {
 
 var _ ontimedriver.Driver = (*Driver)(nil)
 var _ ontimedriver.LegacyPayloads = (*Driver)(nil)
+var _ ontimedriver.TopicIndex = (*Driver)(nil)
 
 // New returns a Driver on rdb. The caller owns rdb: Close does not close
 // it. New does not contact Redis; Ping does.
@@ -64,6 +70,14 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 		return nil, fmt.Errorf("%w: the compatible layout cannot run on Redis Cluster: its two keys per topic have no hash tag (faststream-redis-timers cannot either)", ontimedriver.ErrInvalid)
 	}
 	d := &Driver{rdb: rdb, opt: o, compat: o.Layout == Compatible, log: o.Logger, ctxBound: honoursContext(rdb)}
+	switch {
+	case d.compat:
+		d.idx = idxNone
+	case isSingle(rdb):
+		d.idx = idxScripts
+	default:
+		d.idx = idxHints
+	}
 	d.hub.init(d)
 	return d, nil
 }

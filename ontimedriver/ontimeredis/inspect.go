@@ -69,7 +69,7 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 	if d.compat {
 		res, err = d.eval(ctx, sCFire, []string{k.due, k.msg}, id, k.wake)
 	} else {
-		res, err = d.eval(ctx, sFire, []string{k.due, k.msg, k.lease}, id, k.wake)
+		res, err = d.eval(ctx, sFire, d.withIndex([]string{k.due, k.msg, k.lease}), id, k.wake, topic)
 	}
 	if err != nil {
 		return time.Time{}, err
@@ -84,8 +84,12 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 	case 2:
 		return time.Time{}, ontimedriver.ErrLeased
 	}
-	if len(a) != 2 {
+	if len(a) != 2 && (d.compat || len(a) != 4) {
 		return time.Time{}, errReply
+	}
+	if len(a) == 4 {
+		// made due: the index entry is lowered
+		d.hintAfter(ctx, topic, a[2], hintLower, a[3])
 	}
 	if d.compat {
 		return usTime(replyInt(a[1])), nil

@@ -26,12 +26,15 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		return nil, err
 	}
 	k := d.keys(topic)
-	args := make([]any, 0, 2+3*len(timers))
+	args := make([]any, 0, 3+3*len(timers))
 	m := "0"
 	if mode == ontimedriver.IfAbsent {
 		m = "1"
 	}
 	args = append(args, m, k.wake)
+	if !d.compat {
+		args = append(args, topic)
+	}
 	unit := int64(1) // the compatible layout counts microseconds
 	if d.compat {
 		unit = 1000
@@ -56,21 +59,26 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		args = append(args, t.ID, due, t.Payload)
 	}
 	s := sSchedule
-	ks := []string{k.due, k.msg, k.lease}
+	ks := d.withIndex([]string{k.due, k.msg, k.lease})
+	extra := 2 // the clock and the index hint
 	if d.compat {
 		s = sCSchedule
 		ks = ks[:2]
+		extra = 0
 	}
 	res, err := d.eval(ctx, s, ks, args...)
 	if err != nil {
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) != len(timers) {
+	if err != nil || len(a) != len(timers)+extra {
 		return nil, errReply
 	}
+	if extra > 0 {
+		d.hintAfter(ctx, topic, a[len(timers)], hintLower, a[len(timers)+1])
+	}
 	out := make([]ontimedriver.ScheduleResult, len(timers))
-	for i, v := range a {
+	for i, v := range a[:len(timers)] {
 		n := replyInt(v)
 		switch {
 		case n == -1:
@@ -98,7 +106,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return d.claimCompat(ctx, topic, max, lease)
 	}
 	k := d.keys(topic)
-	res, err := d.eval(ctx, sClaim, []string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}, max, durMs(lease))
+	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), max, durMs(lease), topic)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +114,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
 		return nil, errReply
 	}
+	d.hintAfter(ctx, topic, a[0], hintExact, a[2])
 	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
 	until := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
@@ -182,8 +191,11 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		return nil, nil
 	}
 	k := d.keys(topic)
-	args := make([]any, 0, 1+3*len(ops))
+	args := make([]any, 0, 2+3*len(ops))
 	args = append(args, k.wake)
+	if !d.compat {
+		args = append(args, topic)
+	}
 	for _, op := range ops {
 		if op.Delay < 0 {
 			return nil, fmt.Errorf("%w: settlement of %q has negative delay %v", ontimedriver.ErrInvalid, op.ID, op.Delay)
@@ -202,7 +214,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		}
 		args = append(args, delaySpec(op.Delay), op.Reason, errText)
 	}
-	s, ks := sSettle, []string{k.due, k.msg, k.lease, k.dead, k.dmsg}
+	s, ks := sSettle, d.withIndex([]string{k.due, k.msg, k.lease, k.dead, k.dmsg})
 	if d.compat {
 		s, ks = sCSettle, []string{k.due, k.msg}
 		if d.opt.CompatDeadLetters {
@@ -214,11 +226,15 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) != len(ops) {
+	if err != nil || (len(a) != len(ops) && (d.compat || len(a) != len(ops)+2)) {
 		return nil, errReply
 	}
+	if len(a) == len(ops)+2 {
+		// an outcome was applied: the topic's new head
+		d.hintAfter(ctx, topic, a[len(ops)], hintExact, a[len(ops)+1])
+	}
 	out := make([]error, len(ops))
-	for i, v := range a {
+	for i, v := range a[:len(ops)] {
 		if replyInt(v) != 1 {
 			out[i] = ontimedriver.ErrLeaseLost
 		} else if d.compat && !d.opt.CompatDeadLetters && ops[i].Kind == ontimedriver.Dead {
@@ -284,14 +300,28 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	)
 	if d.compat {
 		res, err = d.eval(ctx, sCCancel, []string{k.due, k.msg}, id)
-	} else {
-		res, err = d.eval(ctx, sCancel, []string{k.due, k.msg, k.lease}, id)
+		if err != nil {
+			return err
+		}
+		if replyInt(res) == 0 {
+			return ontimedriver.ErrNotFound
+		}
+		return nil
 	}
+	res, err = d.eval(ctx, sCancel, d.withIndex([]string{k.due, k.msg, k.lease}), id, topic)
 	if err != nil {
 		return err
 	}
-	if replyInt(res) == 0 {
+	a, err := replyArray(res)
+	if err != nil || len(a) != 3 {
+		return errReply
+	}
+	if replyInt(a[0]) == 0 {
 		return ontimedriver.ErrNotFound
+	}
+	if replyInt(a[2]) == 1 {
+		// the topic emptied: it leaves the index
+		d.hintAfter(ctx, topic, a[1], hintExact, "")
 	}
 	return nil
 }
@@ -590,16 +620,25 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 	if err := d.register(ctx, topic); err != nil {
 		return 0, err
 	}
-	s := sReplay
 	if d.compat {
-		s = sCReplay
+		return d.evalChunks(ctx, sCReplay, []string{k.due, k.msg, k.dead, k.dmsg}, []any{k.wake}, ids, countReply)
 	}
-	return d.evalChunks(ctx, s, []string{k.due, k.msg, k.dead, k.dmsg}, []any{k.wake}, ids)
+	return d.evalChunks(ctx, sReplay, d.withIndex([]string{k.due, k.msg, k.dead, k.dmsg}), []any{k.wake, topic}, ids, func(res any) (int, error) {
+		a, err := replyArray(res)
+		if err != nil || len(a) != 3 {
+			return 0, errReply
+		}
+		d.hintAfter(ctx, topic, a[1], hintLower, a[2])
+		return int(replyInt(a[0])), nil
+	})
 }
 
+// countReply reads a script's reply that is a count.
+func countReply(res any) (int, error) { return int(replyInt(res)), nil }
+
 // evalChunks runs s over ids in chunks of 500 (args first in each call)
-// and sums the counts the calls return.
-func (d *Driver) evalChunks(ctx context.Context, s *script, keys []string, args []any, ids []string) (int, error) {
+// and sums the counts that each reads from a call's reply.
+func (d *Driver) evalChunks(ctx context.Context, s *script, keys []string, args []any, ids []string, each func(any) (int, error)) (int, error) {
 	total := 0
 	for start := 0; start < len(ids); start += 500 {
 		chunk := ids[start:min(start+500, len(ids))]
@@ -612,7 +651,11 @@ func (d *Driver) evalChunks(ctx context.Context, s *script, keys []string, args 
 		if err != nil {
 			return total, err
 		}
-		total += int(replyInt(res))
+		n, err := each(res)
+		if err != nil {
+			return total, err
+		}
+		total += n
 	}
 	return total, nil
 }
@@ -626,7 +669,7 @@ func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int
 		return 0, nil
 	}
 	k := d.keys(topic)
-	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, []any{"ids"}, ids)
+	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, []any{"ids"}, ids, countReply)
 }
 
 // PurgeAllDead deletes every dead letter of the topic.

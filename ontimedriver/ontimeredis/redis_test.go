@@ -328,7 +328,8 @@ func TestOrphanRemoved(t *testing.T) {
 }
 
 // TestNativeKeysShareHashTag: every key of a topic carries the topic's hash
-// tag, so every script runs in one cluster slot.
+// tag, so every script runs in one cluster slot. Besides them: the topic
+// registry and the topic index (with its own hash tag, {topics}).
 func TestNativeKeysShareHashTag(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -350,7 +351,7 @@ func TestNativeKeysShareHashTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(keys)
-	want := []string{p + "topics", p + "{a/b}:dead", p + "{a/b}:dmsg", p + "{a/b}:due", p + "{a/b}:lease", p + "{a/b}:msg", p + "{a/b}:seq"}
+	want := []string{p + "topics", p + "{topics}:next", p + "{a/b}:dead", p + "{a/b}:dmsg", p + "{a/b}:due", p + "{a/b}:lease", p + "{a/b}:msg", p + "{a/b}:seq"}
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys\n got %v\nwant %v", keys, want)

@@ -51,6 +51,11 @@ var (
 	sCountDue = mustScript("count_due")
 	sFire     = mustScript("fire", "common")
 
+	sDueTopics = mustScript("due_topics")
+	sHint      = mustScript("hint")
+	sHead      = mustScript("head")
+	sSync      = mustScript("sync", "common")
+
 	sCSchedule = mustScript("compat_schedule", "compat_common")
 	sCClaim    = mustScript("compat_claim", "compat_common")
 	sCSettle   = mustScript("compat_settle", "compat_common")

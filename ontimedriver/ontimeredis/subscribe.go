@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-// hub multiplexes every Subscribe of a Driver over one pub/sub connection.
+// hub multiplexes every Subscribe and SubscribeTopics of a Driver over one
+// pub/sub connection (SUBSCRIBE per topic, PSUBSCRIBE per topic pattern).
 // Scripts PUBLISH the new head's due time (ms) on the topic's wake channel
 // when a schedule, retry, snooze or replay makes a timer earlier than the
 // topic's head.
@@ -25,9 +29,13 @@ type hub struct {
 	// come yet: a reply to an earlier subscription (since cancelled) must
 	// not confirm a new one.
 	pending map[string]int
-	stop    chan struct{}
-	done    chan struct{}
-	closed  bool
+	// The same for PSUBSCRIBE, by Redis pattern.
+	plisteners map[string]map[*plistener]struct{}
+	pconfirm   map[string]chan struct{}
+	ppending   map[string]int
+	stop       chan struct{}
+	done       chan struct{}
+	closed     bool
 }
 
 type listener struct {
@@ -35,11 +43,31 @@ type listener struct {
 	once sync.Once
 }
 
+// plistener is one SubscribeTopics. A channel that matched the Redis
+// pattern is before + topic + after; the topic must also match the topic
+// pattern (it always does: topics have no Redis glob characters).
+type plistener struct {
+	ch            chan ontimedriver.TopicWake
+	once          sync.Once
+	topicPattern  string
+	before, after string
+	// overflowed: the last send found the buffer full and put a wake-up
+	// with an empty Topic in it (guarded by the hub's lock)
+	overflowed bool
+}
+
+// topicWakeBuffer is the buffer of a SubscribeTopics channel: wake-ups of
+// many topics may arrive together.
+const topicWakeBuffer = 64
+
 func (h *hub) init(d *Driver) {
 	h.d = d
 	h.listeners = map[string]map[*listener]struct{}{}
 	h.confirm = map[string]chan struct{}{}
 	h.pending = map[string]int{}
+	h.plisteners = map[string]map[*plistener]struct{}{}
+	h.pconfirm = map[string]chan struct{}{}
+	h.ppending = map[string]int{}
 	h.stop = make(chan struct{})
 	h.done = make(chan struct{})
 }
@@ -102,6 +130,73 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 	return l.ch, cancel, nil
 }
 
+// psubscribe subscribes to the wake channels that match the Redis pattern
+// (before + topicPattern + after, before escaped), like subscribe.
+func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, after string) (<-chan ontimedriver.TopicWake, func(), error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, nil, errClosed
+	}
+	if h.ps == nil {
+		h.ps = h.d.rdb.Subscribe(context.WithoutCancel(ctx))
+		go h.read(h.ps)
+	}
+	l := &plistener{ch: make(chan ontimedriver.TopicWake, topicWakeBuffer), topicPattern: topicPattern, before: before, after: after}
+	set, ok := h.plisteners[pattern]
+	var wait chan struct{}
+	if !ok {
+		set = map[*plistener]struct{}{}
+		h.plisteners[pattern] = set
+		wait = make(chan struct{})
+		h.pconfirm[pattern] = wait
+		h.ppending[pattern]++
+		if err := h.ps.PSubscribe(ctx, pattern); err != nil {
+			h.ppending[pattern]--
+			delete(h.plisteners, pattern)
+			delete(h.pconfirm, pattern)
+			h.mu.Unlock()
+			return nil, nil, fmt.Errorf("ontimeredis: psubscribe: %w", err)
+		}
+	} else {
+		wait = h.pconfirm[pattern]
+	}
+	set[l] = struct{}{}
+	h.mu.Unlock()
+
+	cancel := func() { h.punsubscribe(pattern, l) }
+	if wait != nil {
+		t := time.NewTimer(subscribeTimeout)
+		defer t.Stop()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			cancel()
+			return nil, nil, ctx.Err()
+		case <-t.C:
+			cancel()
+			return nil, nil, fmt.Errorf("ontimeredis: psubscribe: Redis did not confirm within %v", subscribeTimeout)
+		}
+	}
+	return l.ch, cancel, nil
+}
+
+func (h *hub) punsubscribe(pattern string, l *plistener) {
+	l.once.Do(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		set := h.plisteners[pattern]
+		delete(set, l)
+		if len(set) == 0 && !h.closed {
+			delete(h.plisteners, pattern)
+			delete(h.pconfirm, pattern)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = h.ps.PUnsubscribe(ctx, pattern)
+		}
+	})
+}
+
 func (h *hub) unsubscribe(channel string, l *listener) {
 	l.once.Do(func() {
 		h.mu.Lock()
@@ -155,27 +250,66 @@ func (h *hub) read(ps *redis.PubSub) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				h.mu.Lock()
-				if h.pending[m.Channel] > 0 {
-					h.pending[m.Channel]--
-				}
-				if c, ok := h.confirm[m.Channel]; ok && h.pending[m.Channel] == 0 {
-					select {
-					case <-c:
-					default:
-						close(c)
-					}
-				}
-				h.mu.Unlock()
+			switch m.Kind {
+			case "subscribe":
+				h.confirmed(h.pending, h.confirm, m.Channel)
+			case "psubscribe":
+				h.confirmed(h.ppending, h.pconfirm, m.Channel)
 			}
 		case *redis.Message:
 			var at time.Time
 			if ms, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
 				at = time.UnixMilli(ms)
 			}
-			h.notify(m.Channel, at)
+			if m.Pattern != "" {
+				h.pnotify(m.Pattern, m.Channel, at)
+			} else {
+				h.notify(m.Channel, at)
+			}
 		}
+	}
+}
+
+// confirmed handles Redis's reply to a SUBSCRIBE (or PSUBSCRIBE) of name:
+// once every such command sent has its reply, the subscription is
+// confirmed.
+func (h *hub) confirmed(pending map[string]int, confirm map[string]chan struct{}, name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pending[name] > 0 {
+		pending[name]--
+	}
+	if c, ok := confirm[name]; ok && pending[name] == 0 {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+// pnotify delivers a message that matched a Redis pattern to its
+// listeners, with the topic read from the channel, under the same rule as
+// notify.
+func (h *hub) pnotify(pattern, channel string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.pconfirm[pattern]; ok {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+	for l := range h.plisteners[pattern] {
+		topic, ok := strings.CutPrefix(channel, l.before)
+		if ok {
+			topic, ok = strings.CutSuffix(topic, l.after)
+		}
+		if !ok || ontimedriver.ValidateTopic(topic) != nil || !ontimedriver.MatchTopic(l.topicPattern, topic) {
+			continue
+		}
+		l.send(ontimedriver.TopicWake{Topic: topic, Due: at})
 	}
 }
 
@@ -213,6 +347,16 @@ func (h *hub) resetPending() {
 			close(c)
 		}
 	}
+	for p := range h.ppending {
+		delete(h.ppending, p)
+	}
+	for _, c := range h.pconfirm {
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
 }
 
 func (h *hub) broadcast(at time.Time) {
@@ -222,6 +366,38 @@ func (h *hub) broadcast(at time.Time) {
 		for l := range set {
 			send(l.ch, at)
 		}
+	}
+	for _, set := range h.plisteners {
+		for l := range set {
+			l.send(ontimedriver.TopicWake{Due: at})
+		}
+	}
+}
+
+// send never blocks. When the buffer is full, its oldest wake-up makes
+// room for one with an empty Topic ("any topic: look again"), which stands
+// for it and for w, and later wake-ups are dropped until a send finds room
+// again: that empty one is still in the buffer then (a full buffer with
+// overflowed set means the receiver has read nothing since), after every
+// dropped one. Called with the hub's lock held.
+func (l *plistener) send(w ontimedriver.TopicWake) {
+	select {
+	case l.ch <- w:
+		l.overflowed = false
+		return
+	default:
+	}
+	if l.overflowed {
+		return
+	}
+	select {
+	case <-l.ch:
+	default:
+	}
+	select {
+	case l.ch <- ontimedriver.TopicWake{}:
+		l.overflowed = true
+	default:
 	}
 }
 

@@ -1,12 +1,15 @@
 -- claim.lua: lease up to max due timers, oldest first.
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] token counter,
--- KEYS[5] dead zset, KEYS[6] dead hash
--- ARGV[1] max, ARGV[2] lease ms
+-- KEYS[5] dead zset, KEYS[6] dead hash, KEYS[7] the topic index (one Redis
+-- only; absent on a Redis Cluster)
+-- ARGV[1] max, ARGV[2] lease ms, ARGV[3] topic
 -- Returns {now us, lease deadline ms, next claimable ms or "", first token,
 -- then per claimed timer: id, attempt, record}. The k-th claimed timer's
 -- token is first token + k - 1 (k from 0): tokens are not sent one by one.
 -- The record is not rewritten: the claim writes only the lease entry and
--- the due score.
+-- the due score. The topic's index entry is set to the next claimable
+-- instant, or removed when the topic holds no timer (KEYS[7]; on a Cluster
+-- the driver does).
 --
 -- This script runs for every batch a worker takes, so its per-timer work
 -- is kept small: counters instead of #t, one string built per timer (the
@@ -84,7 +87,7 @@ if nids > 0 then
     redis.call('ZADD', KEYS[1], unpack(zadd))
   end
 end
-local nxt = head(KEYS[1])
+local nxt = idx_exact(KEYS[7], ARGV[3], KEYS[1])
 if nxt then
   out[3] = fmt(nxt)
 end

@@ -62,3 +62,32 @@ local function held(entry, token)
   end
   return true, lease_attempt(entry, #token + 1)
 end
+
+-- The topic index (P{topics}:next: topic → the instant its next timer
+-- becomes claimable, a lower bound; see doc.go). On one Redis the scripts
+-- keep it themselves, atomically: the driver passes the index key as the
+-- script's last KEYS entry (idx below) and the topic as an ARGV. On a Redis
+-- Cluster the index lives in another slot, idx is nil, and the script
+-- returns what the driver then writes as a hint (lua/hint.lua).
+
+-- idx_exact sets the topic's entry to the head of its due zset, or removes
+-- it when the zset is empty, and returns the head (nil when empty).
+local function idx_exact(idx, topic, due)
+  local h = head(due)
+  if idx then
+    if h then
+      redis.call('ZADD', idx, fmt(h), topic)
+    else
+      redis.call('ZREM', idx, topic)
+    end
+  end
+  return h
+end
+
+-- idx_lower lowers the topic's entry to score (or adds it): an earlier
+-- timer was written.
+local function idx_lower(idx, topic, score)
+  if idx then
+    redis.call('ZADD', idx, 'LT', fmt(score), topic)
+  end
+end

@@ -7,7 +7,7 @@
 -- "<ms>:<us>" (see due_after), reason, error text
 -- Returns one integer per outcome: 1 applied, 0 lease lost.
 local out = {}
-local n, q, kinds, toks, pos = outcomes()
+local n, q, kinds, toks, pos = outcomes(2)
 local scores = many('ZMSCORE', KEYS[1], q)
 local done = {}
 local del, zadd = {}, {}

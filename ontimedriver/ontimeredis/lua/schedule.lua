@@ -1,10 +1,15 @@
 -- schedule.lua: write a batch of timers.
--- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash
+-- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] the
+-- topic index (one Redis only; absent on a Redis Cluster)
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
+-- ARGV[3] topic
 -- then per timer 3 values: id, due (absolute ms, or "+" and a delay from
 -- the store's clock as "<ms>:<us>", see due_after), envelope
--- Returns one due ms per timer, or -1 when the id exists (if absent).
+-- Returns one due ms per timer, or -1 when the id exists (if absent), then
+-- the clock (us) and the index hint: the earliest due of the written timers
+-- or the old head, whichever is earlier ("" when nothing was written). The
+-- index entry is lowered to it (KEYS[4]; on a Cluster the driver does).
 -- An upsert drops any lease of the id: its token stops working.
 local now, sub = clock()
 local old = head(KEYS[1])
@@ -17,7 +22,7 @@ local nargs = #ARGV
 if ifabsent then
   local q = {}
   local k = 0
-  for i = 3, nargs, 3 do
+  for i = 4, nargs, 3 do
     k = k + 1
     q[k] = ARGV[i]
   end
@@ -32,7 +37,7 @@ local seen = {}
 -- score (a string: Redis would print a Lua number with %.17g for every
 -- timer) are built once
 local hdue, hdr, score
-for i = 3, nargs, 3 do
+for i = 4, nargs, 3 do
   n = n + 1
   local id = ARGV[i]
   if exists[n] or (ifabsent and seen[id]) then
@@ -71,7 +76,20 @@ if m > 0 then
     batched('HDEL', KEYS[3], ids)
   end
 end
+local low = ''
+if m > 0 then
+  -- the old head too: the entry may be missing (written before the index
+  -- existed, or lost), and it must never be above the head
+  low = earliest
+  if old and old < low then
+    low = old
+  end
+  idx_lower(KEYS[4], ARGV[3], low)
+  low = fmt(low)
+end
 if earliest and (not old or earliest < old) then
   redis.call('PUBLISH', ARGV[2], fmt(earliest))
 end
+out[n + 1] = now * 1000 + sub
+out[n + 2] = low
 return out

@@ -1,17 +1,21 @@
 -- settle.lua: apply outcomes of handled timers, each fenced by its token.
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] dead zset,
--- KEYS[5] dead hash
--- ARGV[1] wake channel
+-- KEYS[5] dead hash, KEYS[6] the topic index (one Redis only; absent on a
+-- Redis Cluster)
+-- ARGV[1] wake channel, ARGV[2] topic
 -- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead), id, token
 -- followed by ",", and for every kind but ack three more values: delay as
 -- "<ms>:<us>" (see due_after), reason, error text
--- Returns one integer per outcome: 1 applied, 0 lease lost.
+-- Returns one integer per outcome: 1 applied, 0 lease lost; then, when an
+-- outcome was applied, the clock (us; 0 on one Redis) and the topic's new head (ms, or ""
+-- when it holds no timer), to which its index entry is set (KEYS[6]; on a
+-- Cluster the driver does).
 --
 -- Acks are most of the traffic: they take three values and touch only the
 -- small lease entries; the clock and the head are read only when an
 -- outcome needs them.
 local out = {}
-local n, q, kinds, toks, pos = outcomes()
+local n, q, kinds, toks, pos = outcomes(3)
 -- the token check reads the small lease entries; records are read only
 -- for the outcomes that rewrite them
 local leases = many('HMGET', KEYS[3], q)
@@ -99,5 +103,18 @@ if ndd > 0 then
 end
 if earliest and (not old or earliest < old) then
   redis.call('PUBLISH', ARGV[1], fmt(earliest))
+end
+if nu > 0 then
+  local h = idx_exact(KEYS[6], ARGV[2], KEYS[1])
+  -- the clock versions the driver's hint (a Cluster only)
+  if KEYS[6] then
+    out[n + 1] = 0
+  else
+    if not now then
+      now, sub = clock()
+    end
+    out[n + 1] = now * 1000 + sub
+  end
+  out[n + 2] = h and fmt(h) or ''
 end
 return out

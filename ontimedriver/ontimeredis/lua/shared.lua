@@ -90,15 +90,15 @@ local function batched(cmd, key, args)
   end
 end
 
--- outcomes reads the settle scripts' ARGV from ARGV[2] on: per outcome a
+-- outcomes reads the settle scripts' ARGV from ARGV[start] on: per outcome a
 -- kind (0 ack, 1 retry, 2 snooze, 3 dead), an id and a token, and for every
 -- kind but ack three more values (delay ms, reason, error text). It returns
 -- the count, then the ids, kinds and tokens, and the ARGV index of each
 -- outcome's kind (its extra values follow at +3, +4, +5).
-local function outcomes()
+local function outcomes(start)
   local q, kinds, toks, pos = {}, {}, {}, {}
   local n = 0
-  local i = 2
+  local i = start
   local nargs = #ARGV
   while i <= nargs do
     n = n + 1

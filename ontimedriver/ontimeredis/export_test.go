@@ -1,0 +1,20 @@
+package ontimeredis
+
+import "context"
+
+// UseIndexHints makes d keep the topic index as it does on a Redis
+// Cluster (hints written after each script) on any client, so that the
+// tests run that way on one Redis too.
+func UseIndexHints(d *Driver) { d.idx = idxHints }
+
+// WriteHint writes one topic index hint as the driver does after a script
+// on a Cluster: kind "l" (lower), "s" (set) or "r" (remove).
+func WriteHint(ctx context.Context, d *Driver, topic string, version int64, kind, score string) error {
+	return d.writeHints(ctx, []any{topic, version, kind, score})
+}
+
+// IndexKeys returns the topic index and its versions hash.
+func IndexKeys(d *Driver) (next, ver string) { return d.indexKeys() }
+
+// LuaGlob exposes the pattern arguments of due_topics.lua.
+var LuaGlob = luaGlob
