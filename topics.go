@@ -215,9 +215,19 @@ func (p *patternRunner) loop() {
 			unsub()
 		}
 	}()
+	// Repair the index once at the start (topics written before the store
+	// kept one, after an upgrade, are in no index), then every
+	// TopicIndexRepair where hints can be lost (a Redis Cluster).
 	repairer, _ := p.idx.(ontimedriver.TopicIndexRepairer)
-	if repairer != nil && !repairer.NeedsIndexRepair() {
-		repairer = nil
+	if repairer != nil {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
+		if err := repairer.SyncTopicIndex(rctx); err != nil && !p.stopping() {
+			p.w.log.Warn("ontime: topic index repair at start failed; topics written before the index existed wait for their next publish or the next repair", "pattern", p.pattern, "err", err)
+		}
+		rcancel()
+		if !repairer.NeedsIndexRepair() {
+			repairer = nil
+		}
 	}
 	repairEvery := p.w.cfg.TopicIndexRepair
 	if repairEvery == 0 {
@@ -322,10 +332,17 @@ func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.Topic
 				p.activate(wk.Topic, wk.Due)
 				continue
 			}
-			if wk.Due.IsZero() {
-				return true
+			// A timer due within a poll interval: start its topic now
+			// (its runner sleeps until the timer is due). On a Redis
+			// Cluster the index hint follows the wake-up, so the index
+			// may not list the topic yet. A later one: ask the index
+			// then.
+			local := wk.Due.Add(-offset)
+			if wk.Due.IsZero() || time.Until(local) <= p.opts.PollInterval {
+				p.activate(wk.Topic, wk.Due)
+				continue
 			}
-			if local := wk.Due.Add(-offset); local.Before(deadline) {
+			if local.Before(deadline) {
 				deadline = local
 			}
 		case <-p.quit:

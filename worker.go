@@ -29,8 +29,10 @@ type WorkerConfig struct {
 	// TopicIndexRepair is how often a HandleTopics loop repairs a topic
 	// index that can miss hints (a Redis Cluster: see
 	// ontimedriver.TopicIndexRepairer), reading every topic once. Default
-	// 5m; negative: never. Stores whose index cannot miss a hint are
-	// never repaired.
+	// 5m; negative: never. Every loop repairs the index once when it
+	// starts, on any store that can (topics written before the store kept
+	// an index are in none); stores whose index cannot miss a hint are
+	// not repaired again.
 	TopicIndexRepair time.Duration
 }
 
