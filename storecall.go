@@ -28,7 +28,8 @@ type StoreCall struct {
 	// Op names the call, after the [ontimedriver.Driver] method: "schedule",
 	// "claim", "settle", "extend", "cancel", "get", "list", "count",
 	// "topics", "list_dead", "replay_dead", "replay_all_dead", "purge_dead",
-	// "purge_all_dead", "count_due", "fire_now", "subscribe" or "ping". A
+	// "purge_all_dead", "count_due", "fire_now", "due_topics" (the
+	// HandleTopics loop asking the topic index), "subscribe" or "ping". A
 	// Driver method not in this list is not reported.
 	Op string
 	// Topic is the full topic, or "" for "topics" and "ping".

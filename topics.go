@@ -49,7 +49,7 @@ func (w *Worker) registerPattern(pattern string, h rawHandler, opts *TopicOption
 	if err := ontimedriver.ValidatePattern(full); err != nil {
 		return fmt.Errorf("HandleTopics: %w", err)
 	}
-	idx, ok := w.client.drv.(ontimedriver.TopicIndex)
+	idx, ok := w.client.orig.(ontimedriver.TopicIndex)
 	if !ok || !idx.TopicIndexed() {
 		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot: serve its topics with Handle)", full)
 	}
@@ -258,7 +258,7 @@ func (p *patternRunner) loop() {
 		}
 
 		cctx, ccancel := context.WithTimeout(ctx, storeCallTimeout(p.opts.Lease))
-		res, err := p.idx.DueTopics(cctx, p.pattern, dueTopicsLimit)
+		res, err := p.dueTopics(cctx)
 		ccancel()
 		if err != nil {
 			if p.stopping() {
@@ -359,6 +359,17 @@ func stopTimer(t *time.Timer) {
 		default:
 		}
 	}
+}
+
+// dueTopics asks the index, reported to the Client's StoreCallHooks.
+func (p *patternRunner) dueTopics(ctx context.Context) (*ontimedriver.DueTopicsResult, error) {
+	od, observed := p.w.client.drv.(*observedDriver)
+	start := time.Now()
+	res, err := p.idx.DueTopics(ctx, p.pattern, dueTopicsLimit)
+	if observed {
+		od.report(ctx, "due_topics", "", start, err)
+	}
+	return res, err
 }
 
 func (p *patternRunner) stopping() bool {

@@ -143,7 +143,7 @@ var deadReasons = []string{ontimedriver.ReasonMaxAttempts, ontimedriver.ReasonRe
 // "other".
 var storeOps = []string{
 	"schedule", "claim", "settle", "extend", "cancel", "get", "list", "count", "topics",
-	"list_dead", "replay_dead", "replay_all_dead", "purge_dead", "purge_all_dead", "count_due", "fire_now", "subscribe", "ping", "other",
+	"list_dead", "replay_dead", "replay_all_dead", "purge_dead", "purge_all_dead", "count_due", "fire_now", "due_topics", "subscribe", "ping", "other",
 }
 
 // maxCached bounds the topic → metrics cache; topics past it are looked up
