@@ -57,8 +57,9 @@ type runner struct {
 	// Such a runner takes its wake-ups from poke (the loop forwards them
 	// from its one subscription) and ends its claim loop when the topic
 	// is idle (see idleNow).
-	pr   *patternRunner
-	poke chan time.Time
+	pr      *patternRunner
+	poke    chan time.Time
+	firstAt time.Time // when its first claim is due (local clock); zero: at once
 }
 
 func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
@@ -168,6 +169,18 @@ func (r *runner) claimLoop() {
 	sleepTmr.Stop()
 	if r.pr != nil {
 		wake = r.poke
+		if d := time.Until(r.firstAt); d > 0 {
+			// Woken for a timer due a little later: claim then (or
+			// at the next wake-up), not now, when there is nothing.
+			sleepTmr.Reset(d)
+			select {
+			case <-sleepTmr.C:
+			case <-wake:
+				stopTimer(sleepTmr)
+			case <-r.stopClaims:
+				return
+			}
+		}
 	}
 
 	for {

@@ -144,8 +144,10 @@ func (p *patternRunner) owns(topic string) bool {
 }
 
 // activate makes sure topic has a running runner; due is passed on as a
-// wake-up to a runner that already runs.
-func (p *patternRunner) activate(topic string, due time.Time) {
+// wake-up to a runner that already runs. A new runner makes its first
+// claim at once, or at firstAt (local clock) if that is set: a topic
+// woken for a timer due a little later is not claimed before then.
+func (p *patternRunner) activate(topic string, due, firstAt time.Time) {
 	if r, ok := p.active[topic]; ok {
 		select {
 		case r.poke <- due:
@@ -159,6 +161,7 @@ func (p *patternRunner) activate(topic string, due time.Time) {
 	r := newRunner(p.w, topic, p.h, p.opts)
 	r.pr = p
 	r.poke = make(chan time.Time, 1)
+	r.firstAt = firstAt
 	p.active[topic] = r
 	r.start()
 }
@@ -181,7 +184,7 @@ func (p *patternRunner) letGo(r *runner) {
 	}()
 	select {
 	case due := <-r.poke:
-		p.activate(r.topic, due)
+		p.activate(r.topic, due, time.Time{})
 	default:
 	}
 }
@@ -276,7 +279,7 @@ func (p *patternRunner) loop() {
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
 		for _, t := range res.Topics {
-			p.activate(t, time.Time{})
+			p.activate(t, time.Time{}, time.Time{})
 		}
 
 		// Topics that are due and served already are their runners'
@@ -329,7 +332,7 @@ func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.Topic
 				return true // any topic: ask the index again
 			}
 			if _, running := p.active[wk.Topic]; running {
-				p.activate(wk.Topic, wk.Due)
+				p.activate(wk.Topic, wk.Due, time.Time{})
 				continue
 			}
 			// A timer due within a poll interval: start its topic now
@@ -338,8 +341,12 @@ func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.Topic
 			// may not list the topic yet. A later one: ask the index
 			// then.
 			local := wk.Due.Add(-offset)
-			if wk.Due.IsZero() || time.Until(local) <= p.opts.PollInterval {
-				p.activate(wk.Topic, wk.Due)
+			if wk.Due.IsZero() {
+				p.activate(wk.Topic, wk.Due, time.Time{})
+				continue
+			}
+			if time.Until(local) <= p.opts.PollInterval {
+				p.activate(wk.Topic, wk.Due, local)
 				continue
 			}
 			if local.Before(deadline) {
