@@ -10,8 +10,9 @@
 --
 -- This script runs for every batch a worker takes, so its per-timer work
 -- is kept small: counters instead of #t, one string built per timer (the
--- padded lease entry), numbers concatenated directly where they cannot reach
--- Lua's 14-digit %.14g limit.
+-- padded lease entry), no number printed per timer (a token is printed as
+-- its digits but the last two, once per hundred tokens, and two digits
+-- from a table), no string created to read a record's header.
 local now, sub = clock()
 local deadline = now + tonumber(ARGV[2])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
@@ -22,11 +23,24 @@ if nids > 0 then
   out[4] = fmt(seq)
   local recs = redis.call('HMGET', KEYS[2], unpack(ids))
   local leases = redis.call('HMGET', KEYS[3], unpack(ids))
-  -- tokens below 1e14 print exactly with '..' (%.14g); fmt beyond
-  local exact = seq + nids < 1e14
   local dl = fmt(deadline)
   -- attempt numbers as strings, each printed once (most are 1)
   local astr = {}
+  -- the last two digits of a token; the digits before them are printed
+  -- once per hundred tokens
+  local D2 = {
+    '00', '01', '02', '03', '04', '05', '06', '07', '08', '09',
+    '10', '11', '12', '13', '14', '15', '16', '17', '18', '19',
+    '20', '21', '22', '23', '24', '25', '26', '27', '28', '29',
+    '30', '31', '32', '33', '34', '35', '36', '37', '38', '39',
+    '40', '41', '42', '43', '44', '45', '46', '47', '48', '49',
+    '50', '51', '52', '53', '54', '55', '56', '57', '58', '59',
+    '60', '61', '62', '63', '64', '65', '66', '67', '68', '69',
+    '70', '71', '72', '73', '74', '75', '76', '77', '78', '79',
+    '80', '81', '82', '83', '84', '85', '86', '87', '88', '89',
+    '90', '91', '92', '93', '94', '95', '96', '97', '98', '99',
+  }
+  local pre
   local gone, lset, zadd = {}, {}, {}
   local ng, nl, no, k = 0, 0, 4, 0
   for i = 1, nids do
@@ -51,21 +65,28 @@ if nids > 0 then
       -- an expired lease carries the attempts counted since the record
       local l = leases[i]
       if l then
-        a = string.match(l, '^[^,]*,(%d+)') or a
+        a = tonumber(string.match(l, '^[^,]*,(%d+)')) or a
       end
-      local attempt = tonumber(a) + 1
+      local attempt = a + 1
       local token = seq + k
       k = k + 1
-      if not exact then
-        token = fmt(token)
-      end
-      lset[nl + 1] = id
       local as = astr[attempt]
       if not as then
         as = fmt(attempt)
         astr[attempt] = as
       end
-      lset[nl + 2] = token .. ',' .. as .. LEASE_PAD
+      local entry
+      if token < 100 then
+        entry = fmt(token) .. ',' .. as .. LEASE_PAD
+      else
+        local r = token % 100
+        if r == 0 or not pre then
+          pre = fmt((token - r) / 100)
+        end
+        entry = pre .. D2[r + 1] .. ',' .. as .. LEASE_PAD
+      end
+      lset[nl + 1] = id
+      lset[nl + 2] = entry
       zadd[nl + 1] = dl
       zadd[nl + 2] = id
       nl = nl + 2

@@ -18,28 +18,43 @@ end
 
 -- header checks a record's header exactly as Go's parseRecord reads it
 -- (digit counts that fit its integers, an error length within the record)
--- and returns the header's end, attempt, due and error length, or nil.
--- Whatever it accepts, the Go side can parse.
+-- and returns the header's end, the attempt and the error length (numbers)
+-- and the positions of the header's two commas, or nil. Whatever it
+-- accepts, the Go side can parse. It runs for every claimed timer, so it
+-- creates no string for the usual header (one-digit attempt and error
+-- length): position captures, and string.byte for one-digit fields.
 local function header(rec)
-  local s, e, a, due, el = string.find(rec, '^(%d+),(%-?%d+),(%d+):')
-  if not s or #a > 9 or #due > 17 or #el > 10 then
+  local s, e, c1, c2 = string.find(rec, '^%d+(),%-?%d+(),%d+:')
+  -- at most 9 attempt, 17 due (sign included) and 10 error-length digits
+  if not s or c1 > 10 or c2 - c1 > 18 or e - c2 > 11 then
     return nil
   end
-  el = tonumber(el)
+  local el
+  if e - c2 == 2 then
+    el = string.byte(rec, e - 1) - 48
+  else
+    el = tonumber(string.sub(rec, c2 + 1, e - 1))
+  end
   if e + el > #rec then
     return nil
   end
-  return e, a, due, el
+  local a
+  if c1 == 2 then
+    a = string.byte(rec, 1) - 48
+  else
+    a = tonumber(string.sub(rec, 1, c1 - 1))
+  end
+  return e, a, el, c1, c2
 end
 
 local function parse(rec)
-  local e, a, due, el = header(rec)
+  local e, a, el, c1, c2 = header(rec)
   if not e then
     return nil
   end
   return {
-    attempt = tonumber(a),
-    due = tonumber(due),
+    attempt = a,
+    due = tonumber(string.sub(rec, c1 + 1, c2 - 1)),
     err = string.sub(rec, e + 1, e + el),
     payload = string.sub(rec, e + el + 1),
   }
