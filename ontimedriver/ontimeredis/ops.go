@@ -334,8 +334,8 @@ func parseRecord(s string) (record, bool) {
 	return record{attempt: a, due: due, err: rest[:el], payload: []byte(rest[el:])}, true
 }
 
-// parseLease reads a lease entry, <token>,<attempt>,<padding> (or, as
-// written before the padding, <token>,<attempt>).
+// parseLease reads a lease entry, <token>,<attempt> or, for the entry that
+// converted the lease hash to a hash table, <token>,<attempt>,<padding>.
 func parseLease(s string) (token string, attempt int, ok bool) {
 	token, rest, ok := strings.Cut(s, ",")
 	if !ok {

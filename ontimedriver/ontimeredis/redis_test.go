@@ -638,10 +638,12 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 	return out
 }
 
-// TestLeaseEntriesKeepHashTable: lease entries are padded past Redis's
+// TestLeaseEntriesKeepHashTable: the first lease entry written into a lease
+// hash that is not a hash table is padded past Redis's
 // hash-max-listpack-value, so the lease hash is a hash table from the first
 // claim on (in the compact listpack encoding every lease lookup scans all
-// leases in flight); the entry still starts with "<token>,<attempt>,".
+// leases in flight); later entries, written into the hash table, are not
+// padded; every entry starts with "<token>,<attempt>".
 func TestLeaseEntriesKeepHashTable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -676,6 +678,27 @@ func TestLeaseEntriesKeepHashTable(t *testing.T) {
 	}
 	if want := "hashtable"; len(entry) > limit && enc != want {
 		t.Errorf("lease hash encoding %q with entries of %d bytes (hash-max-listpack-value %d), want %q", enc, len(entry), limit, want)
+	}
+	// A second claim writes into the hash table: short entries, and the
+	// hash stays a hash table.
+	if _, err := d.Schedule(ctx, "h", []ontimedriver.NewTimer{{ID: "b", Payload: []byte("y")}, {ID: "c", Payload: []byte("z")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	cl, err = d.Claim(ctx, "h", 10, time.Minute)
+	if err != nil || len(cl.Timers) != 2 {
+		t.Fatalf("second claim: %v %v", cl, err)
+	}
+	for _, ct := range cl.Timers {
+		entry, err := rdb.HGet(ctx, lease, ct.ID).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ct.Token + ",1"; entry != want {
+			t.Errorf("lease entry of %s written into the hash table: %q, want %q", ct.ID, entry, want)
+		}
+	}
+	if enc, err := rdb.ObjectEncoding(ctx, lease).Result(); len(entry) > limit && (err != nil || enc != "hashtable") {
+		t.Errorf("lease hash encoding after the second claim: %q %v, want hashtable", enc, err)
 	}
 }
 

@@ -41,6 +41,13 @@ if nids > 0 then
     '90', '91', '92', '93', '94', '95', '96', '97', '98', '99',
   }
   local pre
+  -- only the first entry written into a lease hash that is not yet a hash
+  -- table is padded (see common.lua): that converts it, and Redis never
+  -- converts a hash table back, so the other entries stay short
+  local pad = LEASE_PAD
+  if redis.call('OBJECT', 'ENCODING', KEYS[3]) == 'hashtable' then
+    pad = ''
+  end
   local gone, lset, zadd = {}, {}, {}
   local ng, nl, no, k = 0, 0, 4, 0
   for i = 1, nids do
@@ -77,14 +84,15 @@ if nids > 0 then
       end
       local entry
       if token < 100 then
-        entry = fmt(token) .. ',' .. as .. LEASE_PAD
+        entry = fmt(token) .. ',' .. as .. pad
       else
         local r = token % 100
         if r == 0 or not pre then
           pre = fmt((token - r) / 100)
         end
-        entry = pre .. D2[r + 1] .. ',' .. as .. LEASE_PAD
+        entry = pre .. D2[r + 1] .. ',' .. as .. pad
       end
+      pad = ''
       lset[nl + 1] = id
       lset[nl + 2] = entry
       zadd[nl + 1] = dl

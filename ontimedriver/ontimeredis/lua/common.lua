@@ -5,10 +5,13 @@
 -- never by a claim. While a timer is leased the lease hash holds
 --   <token>,<attempt>,<padding>
 -- (the attempt counted by the claims since the record was written). The
--- padding makes every entry longer than Redis's hash-max-listpack-value
--- (64), so the lease hash is a hash table, never the compact listpack
--- whose every lookup scans the whole list; entries written before the
--- padding, <token>,<attempt>, are read the same way.
+-- padding makes an entry longer than Redis's hash-max-listpack-value (64),
+-- so that the lease hash is a hash table, never the compact listpack whose
+-- every lookup scans the whole list. Redis never converts a hash table
+-- back, so a claim pads only the first entry it writes into a lease hash
+-- that is not a hash table (absent, or loaded as a listpack from a
+-- snapshot); the other entries are <token>,<attempt>, as ontime wrote
+-- them before the padding, and every entry is read the same way.
 local LEASE_PAD = ',' .. string.rep('.', 64)
 
 local function now_ms()
