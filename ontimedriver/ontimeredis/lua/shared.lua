@@ -70,9 +70,17 @@ end
 -- many runs a multi-read (HMGET, ZMSCORE) over fields in chunks Lua's
 -- stack can take, and returns the replies in order.
 local function many(cmd, key, fields)
+  local n = #fields
+  if n <= 1000 then
+    if n == 0 then
+      return {}
+    end
+    -- one call: its reply is the answer, no copy
+    return redis.call(cmd, key, unpack(fields))
+  end
   local out = {}
-  for s = 1, #fields, 1000 do
-    local r = redis.call(cmd, key, unpack(fields, s, math.min(s + 999, #fields)))
+  for s = 1, n, 1000 do
+    local r = redis.call(cmd, key, unpack(fields, s, math.min(s + 999, n)))
     for k = 1, #r do
       out[s + k - 1] = r[k]
     end
