@@ -750,3 +750,50 @@ func TestUnpaddedLeaseEntriesRead(t *testing.T) {
 		t.Fatalf("claim after expiry: %+v %v, want b at attempt 4", cl, err)
 	}
 }
+
+// TestTokensPrinted: a claim prints each lease token as its digits but the
+// last two (once per hundred) and two digits from a table; the tokens it
+// hands out and the lease entries it writes are consecutive and equal,
+// from the first token through the hundreds and past 1e14, where Lua's
+// tostring would round.
+func TestTokensPrinted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rdb := redistest.NewClient(t)
+	for _, start := range []int64{0, 1e14 - 150, 1<<53 - 400} {
+		d := newDriver(t, ontimeredis.Options{})
+		p := d.Options().Prefix
+		topic := "tok"
+		if err := rdb.Set(ctx, p+"{"+topic+"}:seq", start, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var ts []ontimedriver.NewTimer
+		for i := range 250 {
+			ts = append(ts, ontimedriver.NewTimer{ID: "t" + strconv.Itoa(1000+i), Payload: []byte("x")})
+		}
+		if _, err := d.Schedule(ctx, topic, ts, ontimedriver.Upsert); err != nil {
+			t.Fatal(err)
+		}
+		want := start + 1
+		for claimed := 0; claimed < len(ts); {
+			cl, err := d.Claim(ctx, topic, 70, time.Minute)
+			if err != nil || len(cl.Timers) == 0 {
+				t.Fatalf("start %d: claim: %v %v", start, cl, err)
+			}
+			for _, ct := range cl.Timers {
+				if tok := strconv.FormatInt(want, 10); ct.Token != tok {
+					t.Fatalf("start %d: token %s, want %s", start, ct.Token, tok)
+				}
+				entry, err := rdb.HGet(ctx, p+"{"+topic+"}:lease", ct.ID).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pre := ct.Token + ",1"; entry != pre && !strings.HasPrefix(entry, pre+",") {
+					t.Fatalf("start %d: lease entry %q for token %s", start, entry, ct.Token)
+				}
+				want++
+			}
+			claimed += len(cl.Timers)
+		}
+	}
+}

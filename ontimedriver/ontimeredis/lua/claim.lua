@@ -15,11 +15,13 @@
 -- from a table), no string created to read a record's header.
 local now, sub = clock()
 local deadline = now + tonumber(ARGV[2])
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+-- numbers are passed to commands as strings printed by fmt: Redis would
+-- print a Lua number with %.17g
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'LIMIT', '0', ARGV[1])
 local nids = #ids
 local out = {now * 1000 + sub, deadline, '', ''}
 if nids > 0 then
-  local seq = redis.call('INCRBY', KEYS[4], nids) - nids + 1
+  local seq = redis.call('INCRBY', KEYS[4], fmt(nids)) - nids + 1
   out[4] = fmt(seq)
   local recs = redis.call('HMGET', KEYS[2], unpack(ids))
   local leases = redis.call('HMGET', KEYS[3], unpack(ids))

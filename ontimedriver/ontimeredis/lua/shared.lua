@@ -1,7 +1,14 @@
 -- shared.lua: helpers prepended to every script of both layouts (not a
 -- script itself).
 
+-- fmt prints an integral number in full (Lua's tostring keeps 14 digits).
+-- A positive integer below 2^53 (times, tokens, counts) prints with %d:
+-- the same digits as %.0f at a fraction of the cost of glibc's
+-- floating-point formatting, which scripts pay several times per call.
 local function fmt(n)
+  if n >= 1 and n < 9007199254740992 and n % 1 == 0 then
+    return string.format('%d', n)
+  end
   return string.format('%.0f', n)
 end
 
@@ -38,7 +45,7 @@ end
 
 -- head returns the smallest score of a sorted set, or nil.
 local function head(key)
-  local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local h = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
   if h[2] then
     return tonumber(h[2])
   end
