@@ -12,7 +12,8 @@
 -- that is not a hash table (absent, or loaded as a listpack from a
 -- snapshot); the other entries are <token>,<attempt>, as ontime wrote
 -- them before the padding, and every entry is read the same way.
-local LEASE_PAD = ',' .. string.rep('.', 64)
+-- (a comma and 64 dots, written out: a constant, not built per call)
+local LEASE_PAD = ',................................................................'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -27,14 +28,14 @@ end
 -- creates no string for the usual header (one-digit attempt and error
 -- length): position captures, and string.byte for one-digit fields.
 local function header(rec)
-  local s, e, c1, c2 = string.find(rec, '^%d+(),%-?%d+(),%d+:')
+  local s, e, c1, c2 = sfind(rec, '^%d+(),%-?%d+(),%d+:')
   -- at most 9 attempt, 17 due (sign included) and 10 error-length digits
   if not s or c1 > 10 or c2 - c1 > 18 or e - c2 > 11 then
     return nil
   end
   local el
   if e - c2 == 2 then
-    el = string.byte(rec, e - 1) - 48
+    el = sbyte(rec, e - 1) - 48
   else
     el = tonumber(string.sub(rec, c2 + 1, e - 1))
   end
@@ -43,7 +44,7 @@ local function header(rec)
   end
   local a
   if c1 == 2 then
-    a = string.byte(rec, 1) - 48
+    a = sbyte(rec, 1) - 48
   else
     a = tonumber(string.sub(rec, 1, c1 - 1))
   end

@@ -40,7 +40,7 @@ local now, sub, earliest
 for j = 1, n do
   local id, p, l = q[j], pos[j], leases[j]
   local tok = argv[p + 2]
-  local ok = l and #tok > 1 and not done[id] and string.find(l, tok, 1, true) == 1
+  local ok = l and #tok > 1 and not done[id] and sfind(l, tok, 1, true) == 1
   if not ok then
     out[j] = 0
   elseif argv[p] == '0' then
