@@ -48,9 +48,12 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		// One value for the due time: absolute, or "+" and a delay from
 		// the store's clock.
 		var due string
-		if !t.At.IsZero() {
+		switch {
+		case !t.At.IsZero():
 			due = strconv.FormatInt(ceilMs(t.At)*unit, 10)
-		} else {
+		case t.Delay == 0:
+			due = "+0:0" // due now, the usual case: no per-timer strings
+		default:
 			due = "+" + delaySpec(t.Delay)
 		}
 		args = append(args, t.ID, due, t.Payload)
