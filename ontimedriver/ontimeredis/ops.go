@@ -106,7 +106,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
+	if err != nil || len(a) < 5 {
 		return nil, errReply
 	}
 	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
@@ -114,7 +114,12 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
 	}
-	n := (len(a) - 4) / 3
+	// n timers (id, record), then pairs (index, attempt) for the timers
+	// whose attempt is not their record's attempt + 1.
+	n := int(replyInt(a[4]))
+	if n < 0 || n > maxClaim || len(a) < 5+2*n || (len(a)-5-2*n)%2 != 0 {
+		return nil, errReply
+	}
 	out.Timers = make([]ontimedriver.ClaimedTimer, n)
 	if n == 0 {
 		return out, nil
@@ -125,8 +130,8 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, fmt.Errorf("%w: first token %q", errReply, replyStr(a[3]))
 	}
 	for k := range n {
-		v := a[4+3*k:]
-		r, ok := parseRecord(replyStr(v[2]))
+		v := a[5+2*k:]
+		r, ok := parseRecord(replyStr(v[1]))
 		if !ok {
 			return nil, fmt.Errorf("%w: claimed record of %q", errReply, replyStr(v[0]))
 		}
@@ -134,10 +139,17 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 			ID:         replyStr(v[0]),
 			Token:      strconv.FormatInt(first+int64(k), 10),
 			Due:        msTime(r.due),
-			Attempt:    int(replyInt(v[1])),
+			Attempt:    r.attempt + 1,
 			LeaseUntil: until,
 			Payload:    r.payload,
 		}
+	}
+	for o := a[5+2*n:]; len(o) >= 2; o = o[2:] {
+		k := replyInt(o[0])
+		if k < 0 || k >= int64(n) {
+			return nil, errReply
+		}
+		out.Timers[k].Attempt = int(replyInt(o[1]))
 	}
 	return out, nil
 }

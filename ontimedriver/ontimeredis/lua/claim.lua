@@ -3,8 +3,11 @@
 -- KEYS[5] dead zset, KEYS[6] dead hash
 -- ARGV[1] max, ARGV[2] lease ms
 -- Returns {now us, lease deadline ms, next claimable ms or "", first token,
--- then per claimed timer: id, attempt, record}. The k-th claimed timer's
--- token is first token + k - 1 (k from 0): tokens are not sent one by one.
+-- count n of claimed timers, then per claimed timer: id, record, then for
+-- the claimed timers whose attempt is not the record's attempt + 1 (an
+-- expired lease counted more): index k (from 0), attempt}. The k-th
+-- claimed timer's token is first token + k: tokens are not sent one by
+-- one, nor the usual attempts.
 -- The record is not rewritten: the claim writes only the lease entry and
 -- the due score.
 --
@@ -19,7 +22,7 @@ local deadline = now + tonumber(ARGV[2])
 -- print a Lua number with %.17g
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'LIMIT', '0', ARGV[1])
 local nids = #ids
-local out = {now * 1000 + sub, deadline, '', ''}
+local out = {now * 1000 + sub, deadline, '', '', 0}
 if nids > 0 then
   local seq = redis.call('INCRBY', KEYS[4], fmt(nids)) - nids + 1
   out[4] = fmt(seq)
@@ -50,8 +53,8 @@ if nids > 0 then
   if redis.call('OBJECT', 'ENCODING', KEYS[3]) == 'hashtable' then
     pad = ''
   end
-  local gone, lset, zadd = {}, {}, {}
-  local ng, nl, no, k = 0, 0, 4, 0
+  local gone, lset, zadd, over = {}, {}, {}, {}
+  local ng, nl, no, k, nov = 0, 0, 5, 0, 0
   for i = 1, nids do
     local id, rec = ids[i], recs[i]
     local e, a
@@ -71,12 +74,18 @@ if nids > 0 then
       redis.call('ZADD', KEYS[5], now, id)
       redis.call('HSET', KEYS[6], id, dead_record(0, now, 'undecodable', 'stored record has no well-formed ontime header', rec))
     else
+      local attempt = a + 1
       -- an expired lease carries the attempts counted since the record
       local l = leases[i]
       if l then
-        a = tonumber(string.match(l, '^[^,]*,(%d+)')) or a
+        local la = tonumber(string.match(l, '^[^,]*,(%d+)'))
+        if la and la ~= a then
+          attempt = la + 1
+          over[nov + 1] = k
+          over[nov + 2] = attempt
+          nov = nov + 2
+        end
       end
-      local attempt = a + 1
       local token = seq + k
       k = k + 1
       local as = astr[attempt]
@@ -101,10 +110,13 @@ if nids > 0 then
       zadd[nl + 2] = id
       nl = nl + 2
       out[no + 1] = id
-      out[no + 2] = attempt
-      out[no + 3] = rec
-      no = no + 3
+      out[no + 2] = rec
+      no = no + 2
     end
+  end
+  out[5] = k
+  for j = 1, nov do
+    out[no + j] = over[j]
   end
   if ng > 0 then
     redis.call('ZREM', KEYS[1], unpack(gone))
