@@ -18,8 +18,9 @@
 //	P{T}:msg    hash        id → record: "<attempt>,<due ms>,<len>:" + last
 //	                        error text + envelope; written by schedule,
 //	                        retry, snooze and replay, never by a claim
-//	P{T}:lease  hash        id → "<token>,<attempt>,<padding>", only while
-//	                        leased
+//	P{T}:lease  hash        id → "<token>,<attempt>" (or, for the entry that
+//	                        converts the hash, "<token>,<attempt>,<padding>"),
+//	                        only while leased
 //	P{T}:seq    string      lease token counter
 //	P{T}:dead   sorted set  id → when it died (ms)
 //	P{T}:dmsg   hash        id → "<attempt>,<due ms>,<len>,<len>:" + reason
@@ -41,16 +42,20 @@
 // score (never the envelope), and an ack reads only the lease entries,
 // which keeps Redis's work per timer small.
 //
-// The padding (a comma and 64 dots) makes every lease entry longer than
+// The padding (a comma and 64 dots) makes a lease entry longer than
 // Redis's hash-max-listpack-value (64 bytes by default), so the lease hash
 // is a hash table from the first claim on. In the compact listpack
 // encoding, which Redis keeps for up to hash-max-listpack-entries (512)
 // short entries, every lookup scans the whole list: with 100 leases in
 // flight a claim plus its ack cost about 40% more Redis CPU, with 250
-// about twice as much. The padding costs about 70 bytes per leased timer,
-// only while it is leased. Entries without it ("<token>,<attempt>",
-// written by ontime before it) are read the same way.
-//
+// about twice as much. Redis never converts a hash table back to a
+// listpack, so a claim pads only the first entry it writes into a lease
+// hash that is not a hash table (OBJECT ENCODING: absent, or loaded as a
+// listpack from a snapshot); every other entry is "<token>,<attempt>",
+// which keeps the entries short to write, store and read. Entries are read
+// the same way with or without the padding (earlier versions of ontime
+// padded every entry, and before that none).
+
 // Time comes from the Redis server (TIME inside the scripts), never from
 // worker clocks, so clock skew between hosts cannot make a timer fire early
 // or hand one lease to two workers. Due times are whole milliseconds,

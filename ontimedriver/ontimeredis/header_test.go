@@ -19,8 +19,8 @@ import (
 
 // luaHeader mirrors header() of lua/common.lua:
 //
-//	string.find(rec, '^(%d+),(%-?%d+),(%d+):'), then #a <= 9, #due <= 17,
-//	#el <= 10 and e + el <= #rec
+//	string.find(rec, '^%d+(),%-?%d+(),%d+:'), then at most 9 attempt, 17 due
+//	and 10 error-length digits, and e + el <= #rec
 //
 // (%d is an ASCII digit in Redis's C locale). It returns the header's end
 // (Lua's e: the byte after the colon, 0-based), the attempt and due texts
@@ -138,14 +138,16 @@ func randomRecords(rng *rand.Rand, n int) []string {
 	return out
 }
 
-// luaHarness runs header() and parse() of lua/common.lua on every ARGV.
+// luaHarness runs header() and parse() of lua/common.lua on every ARGV:
+// the attempt and due texts are cut at the commas header() found, and the
+// attempt header() read as a number follows parse()'s fields.
 const luaHarness = `
 local out = {}
 for i, rec in ipairs(ARGV) do
-  local e, a, due, el = header(rec)
+  local e, a, el, c1, c2 = header(rec)
   if e then
     local p = parse(rec)
-    out[i] = {1, e, a, due, el, p.err, p.payload}
+    out[i] = {1, e, string.sub(rec, 1, c1 - 1), string.sub(rec, c1 + 1, c2 - 1), el, p.err, p.payload, a, p.attempt}
   else
     out[i] = {0}
   end
@@ -199,6 +201,9 @@ func TestLuaHeaderMirror(t *testing.T) {
 			accepted++
 			if int(r[1].(int64)) != end || r[2].(string) != a || r[3].(string) != due || int(r[4].(int64)) != el {
 				t.Fatalf("%q: header() returns %v, the mirror %d %s %s %d", rec, r[1:5], end, a, due, el)
+			}
+			if n, _ := strconv.Atoi(a); r[7].(int64) != int64(n) || r[8].(int64) != int64(n) {
+				t.Fatalf("%q: header() and parse() read attempt %v and %v, the mirror %s", rec, r[7], r[8], a)
 			}
 			checkParseRecordAgrees(t, rec)
 			p, _ := parseRecord(rec)

@@ -51,9 +51,12 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		// One value for the due time: absolute, or "+" and a delay from
 		// the store's clock.
 		var due string
-		if !t.At.IsZero() {
+		switch {
+		case !t.At.IsZero():
 			due = strconv.FormatInt(ceilMs(t.At)*unit, 10)
-		} else {
+		case t.Delay == 0:
+			due = "+0:0" // due now, the usual case: no per-timer strings
+		default:
 			due = "+" + delaySpec(t.Delay)
 		}
 		args = append(args, t.ID, due, t.Payload)
@@ -111,7 +114,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) < 4 || (len(a)-4)%3 != 0 {
+	if err != nil || len(a) < 5 {
 		return nil, errReply
 	}
 	d.hintAfter(ctx, topic, a[0], hintExact, a[2])
@@ -120,7 +123,12 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
 	}
-	n := (len(a) - 4) / 3
+	// n timers (id, record), then pairs (index, attempt) for the timers
+	// whose attempt is not their record's attempt + 1.
+	n := int(replyInt(a[4]))
+	if n < 0 || n > maxClaim || len(a) < 5+2*n || (len(a)-5-2*n)%2 != 0 {
+		return nil, errReply
+	}
 	out.Timers = make([]ontimedriver.ClaimedTimer, n)
 	if n == 0 {
 		return out, nil
@@ -131,8 +139,8 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, fmt.Errorf("%w: first token %q", errReply, replyStr(a[3]))
 	}
 	for k := range n {
-		v := a[4+3*k:]
-		r, ok := parseRecord(replyStr(v[2]))
+		v := a[5+2*k:]
+		r, ok := parseRecord(replyStr(v[1]))
 		if !ok {
 			return nil, fmt.Errorf("%w: claimed record of %q", errReply, replyStr(v[0]))
 		}
@@ -140,10 +148,17 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 			ID:         replyStr(v[0]),
 			Token:      strconv.FormatInt(first+int64(k), 10),
 			Due:        msTime(r.due),
-			Attempt:    int(replyInt(v[1])),
+			Attempt:    r.attempt + 1,
 			LeaseUntil: until,
 			Payload:    r.payload,
 		}
+	}
+	for o := a[5+2*n:]; len(o) >= 2; o = o[2:] {
+		k := replyInt(o[0])
+		if k < 0 || k >= int64(n) {
+			return nil, errReply
+		}
+		out.Timers[k].Attempt = int(replyInt(o[1]))
 	}
 	return out, nil
 }
@@ -364,8 +379,8 @@ func parseRecord(s string) (record, bool) {
 	return record{attempt: a, due: due, err: rest[:el], payload: []byte(rest[el:])}, true
 }
 
-// parseLease reads a lease entry, <token>,<attempt>,<padding> (or, as
-// written before the padding, <token>,<attempt>).
+// parseLease reads a lease entry, <token>,<attempt> or, for the entry that
+// converted the lease hash to a hash table, <token>,<attempt>,<padding>.
 func parseLease(s string) (token string, attempt int, ok bool) {
 	token, rest, ok := strings.Cut(s, ",")
 	if !ok {

@@ -639,10 +639,12 @@ func commandStats(t *testing.T, rdb *redis.Client) map[string]int {
 	return out
 }
 
-// TestLeaseEntriesKeepHashTable: lease entries are padded past Redis's
+// TestLeaseEntriesKeepHashTable: the first lease entry written into a lease
+// hash that is not a hash table is padded past Redis's
 // hash-max-listpack-value, so the lease hash is a hash table from the first
 // claim on (in the compact listpack encoding every lease lookup scans all
-// leases in flight); the entry still starts with "<token>,<attempt>,".
+// leases in flight); later entries, written into the hash table, are not
+// padded; every entry starts with "<token>,<attempt>".
 func TestLeaseEntriesKeepHashTable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -677,6 +679,27 @@ func TestLeaseEntriesKeepHashTable(t *testing.T) {
 	}
 	if want := "hashtable"; len(entry) > limit && enc != want {
 		t.Errorf("lease hash encoding %q with entries of %d bytes (hash-max-listpack-value %d), want %q", enc, len(entry), limit, want)
+	}
+	// A second claim writes into the hash table: short entries, and the
+	// hash stays a hash table.
+	if _, err := d.Schedule(ctx, "h", []ontimedriver.NewTimer{{ID: "b", Payload: []byte("y")}, {ID: "c", Payload: []byte("z")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	cl, err = d.Claim(ctx, "h", 10, time.Minute)
+	if err != nil || len(cl.Timers) != 2 {
+		t.Fatalf("second claim: %v %v", cl, err)
+	}
+	for _, ct := range cl.Timers {
+		entry, err := rdb.HGet(ctx, lease, ct.ID).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ct.Token + ",1"; entry != want {
+			t.Errorf("lease entry of %s written into the hash table: %q, want %q", ct.ID, entry, want)
+		}
+	}
+	if enc, err := rdb.ObjectEncoding(ctx, lease).Result(); len(entry) > limit && (err != nil || enc != "hashtable") {
+		t.Errorf("lease hash encoding after the second claim: %q %v, want hashtable", enc, err)
 	}
 }
 
@@ -726,5 +749,52 @@ func TestUnpaddedLeaseEntriesRead(t *testing.T) {
 	cl, err = d.Claim(ctx, "u", 1, time.Minute)
 	if err != nil || len(cl.Timers) != 1 || cl.Timers[0].ID != "b" || cl.Timers[0].Attempt != 4 {
 		t.Fatalf("claim after expiry: %+v %v, want b at attempt 4", cl, err)
+	}
+}
+
+// TestTokensPrinted: a claim prints each lease token as its digits but the
+// last two (once per hundred) and two digits from a table; the tokens it
+// hands out and the lease entries it writes are consecutive and equal,
+// from the first token through the hundreds and past 1e14, where Lua's
+// tostring would round.
+func TestTokensPrinted(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rdb := redistest.NewClient(t)
+	for _, start := range []int64{0, 1e14 - 150, 1<<53 - 400} {
+		d := newDriver(t, ontimeredis.Options{})
+		p := d.Options().Prefix
+		topic := "tok"
+		if err := rdb.Set(ctx, p+"{"+topic+"}:seq", start, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var ts []ontimedriver.NewTimer
+		for i := range 250 {
+			ts = append(ts, ontimedriver.NewTimer{ID: "t" + strconv.Itoa(1000+i), Payload: []byte("x")})
+		}
+		if _, err := d.Schedule(ctx, topic, ts, ontimedriver.Upsert); err != nil {
+			t.Fatal(err)
+		}
+		want := start + 1
+		for claimed := 0; claimed < len(ts); {
+			cl, err := d.Claim(ctx, topic, 70, time.Minute)
+			if err != nil || len(cl.Timers) == 0 {
+				t.Fatalf("start %d: claim: %v %v", start, cl, err)
+			}
+			for _, ct := range cl.Timers {
+				if tok := strconv.FormatInt(want, 10); ct.Token != tok {
+					t.Fatalf("start %d: token %s, want %s", start, ct.Token, tok)
+				}
+				entry, err := rdb.HGet(ctx, p+"{"+topic+"}:lease", ct.ID).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pre := ct.Token + ",1"; entry != pre && !strings.HasPrefix(entry, pre+",") {
+					t.Fatalf("start %d: lease entry %q for token %s", start, entry, ct.Token)
+				}
+				want++
+			}
+			claimed += len(cl.Timers)
+		}
 	}
 }

@@ -5,11 +5,15 @@
 -- never by a claim. While a timer is leased the lease hash holds
 --   <token>,<attempt>,<padding>
 -- (the attempt counted by the claims since the record was written). The
--- padding makes every entry longer than Redis's hash-max-listpack-value
--- (64), so the lease hash is a hash table, never the compact listpack
--- whose every lookup scans the whole list; entries written before the
--- padding, <token>,<attempt>, are read the same way.
-local LEASE_PAD = ',' .. string.rep('.', 64)
+-- padding makes an entry longer than Redis's hash-max-listpack-value (64),
+-- so that the lease hash is a hash table, never the compact listpack whose
+-- every lookup scans the whole list. Redis never converts a hash table
+-- back, so a claim pads only the first entry it writes into a lease hash
+-- that is not a hash table (absent, or loaded as a listpack from a
+-- snapshot); the other entries are <token>,<attempt>, as ontime wrote
+-- them before the padding, and every entry is read the same way.
+-- (a comma and 64 dots, written out: a constant, not built per call)
+local LEASE_PAD = ',................................................................'
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -18,28 +22,43 @@ end
 
 -- header checks a record's header exactly as Go's parseRecord reads it
 -- (digit counts that fit its integers, an error length within the record)
--- and returns the header's end, attempt, due and error length, or nil.
--- Whatever it accepts, the Go side can parse.
+-- and returns the header's end, the attempt and the error length (numbers)
+-- and the positions of the header's two commas, or nil. Whatever it
+-- accepts, the Go side can parse. It runs for every claimed timer, so it
+-- creates no string for the usual header (one-digit attempt and error
+-- length): position captures, and string.byte for one-digit fields.
 local function header(rec)
-  local s, e, a, due, el = string.find(rec, '^(%d+),(%-?%d+),(%d+):')
-  if not s or #a > 9 or #due > 17 or #el > 10 then
+  local s, e, c1, c2 = sfind(rec, '^%d+(),%-?%d+(),%d+:')
+  -- at most 9 attempt, 17 due (sign included) and 10 error-length digits
+  if not s or c1 > 10 or c2 - c1 > 18 or e - c2 > 11 then
     return nil
   end
-  el = tonumber(el)
+  local el
+  if e - c2 == 2 then
+    el = sbyte(rec, e - 1) - 48
+  else
+    el = tonumber(string.sub(rec, c2 + 1, e - 1))
+  end
   if e + el > #rec then
     return nil
   end
-  return e, a, due, el
+  local a
+  if c1 == 2 then
+    a = sbyte(rec, 1) - 48
+  else
+    a = tonumber(string.sub(rec, 1, c1 - 1))
+  end
+  return e, a, el, c1, c2
 end
 
 local function parse(rec)
-  local e, a, due, el = header(rec)
+  local e, a, el, c1, c2 = header(rec)
   if not e then
     return nil
   end
   return {
-    attempt = tonumber(a),
-    due = tonumber(due),
+    attempt = a,
+    due = tonumber(string.sub(rec, c1 + 1, c2 - 1)),
     err = string.sub(rec, e + 1, e + el),
     payload = string.sub(rec, e + el + 1),
   }

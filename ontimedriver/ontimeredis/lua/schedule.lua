@@ -37,6 +37,8 @@ local seen = {}
 -- score (a string: Redis would print a Lua number with %.17g for every
 -- timer) are built once
 local hdue, hdr, score
+-- and a relative due time is computed once per distinct delay
+local lspec, ldue
 for i = 4, nargs, 3 do
   n = n + 1
   local id = ARGV[i]
@@ -45,10 +47,15 @@ for i = 4, nargs, 3 do
   else
     local spec = ARGV[i + 1]
     local due
-    if string.byte(spec, 1) == 43 then -- '+': relative
-      due = due_after(now, sub, string.sub(spec, 2))
+    if spec == lspec then
+      due = ldue
     else
-      due = tonumber(spec)
+      if string.byte(spec, 1) == 43 then -- '+': relative
+        due = due_after(now, sub, string.sub(spec, 2))
+      else
+        due = tonumber(spec)
+      end
+      lspec, ldue = spec, due
     end
     if ifabsent then
       seen[id] = true

@@ -14,29 +14,46 @@
 -- Acks are most of the traffic: they take three values and touch only the
 -- small lease entries; the clock and the head are read only when an
 -- outcome needs them.
-local out = {}
-local n, q, kinds, toks, pos = outcomes(3)
+local argv = ARGV
+local nargs = #argv
+-- the outcomes' ids, and the ARGV index of each one's kind (its id and
+-- token follow at +1 and +2, the extra values of a non-ack at +3 to +5)
+local q, pos = {}, {}
+local n = 0
+local i = 3 -- ARGV[1] wake channel, ARGV[2] topic
+while i <= nargs do
+  n = n + 1
+  q[n] = argv[i + 1]
+  pos[n] = i
+  if argv[i] == '0' then
+    i = i + 3
+  else
+    i = i + 6
+  end
+end
 -- the token check reads the small lease entries; records are read only
 -- for the outcomes that rewrite them
 local leases = many('HMGET', KEYS[3], q)
+local out = {}
 local done = {} -- ids settled in this call: a second outcome is lost
-local del, unlease, hset, zadd, dzadd, dhset = {}, {}, {}, {}, {}, {}
-local nd, nu, nh, ndd = 0, 0, 0, 0
+-- del: ids whose timer ends (ack, dead): lease, record and score go;
+-- keep: ids rescheduled (retry, snooze): only the lease goes
+local del, keep, hset, zadd, dzadd, dhset = {}, {}, {}, {}, {}, {}
+local nd, nk, nh, ndd = 0, 0, 0, 0
 local now, sub, earliest
 for j = 1, n do
-  local id, tok, l = q[j], toks[j], leases[j]
-  local ok = l and #tok > 1 and not done[id] and string.find(l, tok, 1, true) == 1
+  local id, p, l = q[j], pos[j], leases[j]
+  local tok = argv[p + 2]
+  local ok = l and #tok > 1 and not done[id] and sfind(l, tok, 1, true) == 1
   if not ok then
     out[j] = 0
-  elseif kinds[j] == '0' then
+  elseif argv[p] == '0' then
     out[j] = 1
     done[id] = true
-    nu = nu + 1
-    unlease[nu] = id
     nd = nd + 1
     del[nd] = id
   else
-    local kind, p = kinds[j], pos[j]
+    local kind = argv[p]
     local attempt = lease_attempt(l, #tok)
     local rec = redis.call('HGET', KEYS[2], id)
     local r = attempt and rec and parse(rec)
@@ -45,8 +62,6 @@ for j = 1, n do
     else
       out[j] = 1
       done[id] = true
-      nu = nu + 1
-      unlease[nu] = id
       if not now then
         now, sub = clock()
       end
@@ -56,17 +71,19 @@ for j = 1, n do
         dzadd[ndd + 1] = now
         dzadd[ndd + 2] = id
         dhset[ndd + 1] = id
-        dhset[ndd + 2] = dead_record(attempt, r.due, ARGV[p + 4], ARGV[p + 5], r.payload)
+        dhset[ndd + 2] = dead_record(attempt, r.due, argv[p + 4], argv[p + 5], r.payload)
         ndd = ndd + 2
       else
-        local due = due_after(now, sub, ARGV[p + 3])
+        nk = nk + 1
+        keep[nk] = id
+        local due = due_after(now, sub, argv[p + 3])
         local err = r.err
         if kind == '2' then
           if attempt > 0 then
             attempt = attempt - 1
           end
         else
-          err = ARGV[p + 5]
+          err = argv[p + 5]
         end
         hset[nh + 1] = id
         hset[nh + 2] = record(attempt, due, err, r.payload)
@@ -86,12 +103,13 @@ local old
 if earliest then
   old = head(KEYS[1])
 end
-if nu > 0 then
-  batched('HDEL', KEYS[3], unlease)
-end
 if nd > 0 then
+  batched('HDEL', KEYS[3], del)
   batched('HDEL', KEYS[2], del)
   batched('ZREM', KEYS[1], del)
+end
+if nk > 0 then
+  batched('HDEL', KEYS[3], keep)
 end
 if nh > 0 then
   batched('HSET', KEYS[2], hset)
@@ -104,7 +122,7 @@ end
 if earliest and (not old or earliest < old) then
   redis.call('PUBLISH', ARGV[1], fmt(earliest))
 end
-if nu > 0 then
+if nd + nk > 0 then -- an outcome was applied
   local h = idx_exact(KEYS[6], ARGV[2], KEYS[1])
   -- the clock versions the driver's hint (a Cluster only)
   if KEYS[6] then

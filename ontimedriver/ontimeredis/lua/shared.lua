@@ -1,7 +1,18 @@
 -- shared.lua: helpers prepended to every script of both layouts (not a
 -- script itself).
 
+-- string functions the per-timer loops call, as locals: a global and a
+-- field lookup fewer per call
+local sfind, sbyte = string.find, string.byte
+
+-- fmt prints an integral number in full (Lua's tostring keeps 14 digits).
+-- A positive integer below 2^53 (times, tokens, counts) prints with %d:
+-- the same digits as %.0f at a fraction of the cost of glibc's
+-- floating-point formatting, which scripts pay several times per call.
 local function fmt(n)
+  if n >= 1 and n < 9007199254740992 and n % 1 == 0 then
+    return string.format('%d', n)
+  end
   return string.format('%.0f', n)
 end
 
@@ -38,7 +49,7 @@ end
 
 -- head returns the smallest score of a sorted set, or nil.
 local function head(key)
-  local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local h = redis.call('ZRANGE', key, '0', '0', 'WITHSCORES')
   if h[2] then
     return tonumber(h[2])
   end
@@ -70,9 +81,17 @@ end
 -- many runs a multi-read (HMGET, ZMSCORE) over fields in chunks Lua's
 -- stack can take, and returns the replies in order.
 local function many(cmd, key, fields)
+  local n = #fields
+  if n <= 1000 then
+    if n == 0 then
+      return {}
+    end
+    -- one call: its reply is the answer, no copy
+    return redis.call(cmd, key, unpack(fields))
+  end
   local out = {}
-  for s = 1, #fields, 1000 do
-    local r = redis.call(cmd, key, unpack(fields, s, math.min(s + 999, #fields)))
+  for s = 1, n, 1000 do
+    local r = redis.call(cmd, key, unpack(fields, s, math.min(s + 999, n)))
     for k = 1, #r do
       out[s + k - 1] = r[k]
     end
