@@ -62,7 +62,9 @@ type runner struct {
 	firstAt time.Time // when its first claim is due (local clock); zero: at once
 }
 
-func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
+// newRunner returns the runner of a topic; pr is the HandleTopics loop
+// that runs it, nil for Handle.
+func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions, pr *patternRunner) *runner {
 	r := &runner{
 		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
 		slots:      make(chan struct{}, o.MaxConcurrency+o.ClaimAhead),
@@ -73,6 +75,10 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions) *runner {
 		watchDone:  make(chan struct{}),
 		watchPoke:  make(chan struct{}, 1),
 		finished:   make(chan struct{}),
+		pr:         pr,
+	}
+	if pr != nil {
+		r.poke = make(chan time.Time, 1)
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
 	r.settler.init(r)

@@ -49,7 +49,16 @@ const logSampleIDs = 5
 func (s *settler) init(r *runner) {
 	s.r = r
 	s.open = true
-	s.ch = make(chan settleReq, 4*maxSettleBatch)
+	size := 4 * maxSettleBatch
+	if r.pr != nil {
+		// A topic served by HandleTopics runs only while it has timers:
+		// thousands of them may start and stop every second, and a
+		// queue of 2,048 outcomes (about 200 KB) each would be most of
+		// what they allocate. Its claimed timers (the slots) bound what
+		// it queues, but for outcomes a stop or an outage leaves behind.
+		size = max(2*cap(r.slots), 16)
+	}
+	s.ch = make(chan settleReq, size)
 	s.done = make(chan struct{})
 	s.quit = make(chan struct{})
 	s.final, s.cancelFinal = context.WithCancel(context.Background())

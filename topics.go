@@ -158,9 +158,7 @@ func (p *patternRunner) activate(topic string, due, firstAt time.Time) {
 	if !p.owns(topic) {
 		return
 	}
-	r := newRunner(p.w, topic, p.h, p.opts)
-	r.pr = p
-	r.poke = make(chan time.Time, 1)
+	r := newRunner(p.w, topic, p.h, p.opts, p)
 	r.firstAt = firstAt
 	p.active[topic] = r
 	r.start()

@@ -110,7 +110,7 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 	if _, dup := w.runners[full]; dup {
 		return fmt.Errorf("%w: Handle: topic %q already has a handler", ErrInvalid, full)
 	}
-	r := newRunner(w, full, h, o)
+	r := newRunner(w, full, h, o, nil)
 	w.runners[full] = r
 	w.order = append(w.order, r)
 	return nil

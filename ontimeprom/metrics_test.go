@@ -606,3 +606,41 @@ func TestSamplerMaxTopics(t *testing.T) {
 		t.Errorf("timers{topic=a} = %v, want 1 (then the others in name order)", got)
 	}
 }
+
+// With SampleOptions.Labelled a pass counts the topics the hooks have
+// seen, without listing the store's topics.
+func TestSamplerLabelled(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := ontimeprom.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := openBolt(t)
+	plain, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet, Hooks: []any{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, topic := range []string{"a", "b"} {
+		if _, err := plain.Publish(ctx, topic, "x", ontime.In(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := hooked.Publish(ctx, "z", "x", ontime.In(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Sample(ctx, drv, &ontimeprom.SampleOptions{Labelled: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "ontime_timers_sampled_topics"); got != 1 {
+		t.Errorf("sampled topics = %v, want 1 (only z was seen by the hooks)", got)
+	}
+	if got := value(t, reg, "ontime_timers", "topic", "z", "state", "scheduled"); got != 1 {
+		t.Errorf("timers{topic=z} = %v, want 1", got)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/cmd/ontime/ui"
+	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimeprom"
 )
 
@@ -197,10 +198,15 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		// The topics it delivers: listed and filtered with serve_topics;
 		// with none, the configured ones by name, so that the compat
 		// layout's keyspace is never scanned (as discovery does not).
-		// At most metrics_max_topics topics are counted per pass: with
-		// thousands of topics a count of each would cost the store more
-		// than the server's idle work.
+		// At most metrics_max_topics topics are counted per pass, and on
+		// a store with a topic index (which may hold 100,000 topics)
+		// only those the server has published or delivered: a list and
+		// a count of every topic each pass would cost the store more
+		// than everything else an idle server does.
 		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves, MaxTopics: max(cfg.MetricsMaxTopics, 0)}
+		if idx, ok := st.Driver.(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
+			so.Labelled = true
+		}
 		if len(cfg.ServeTopics) == 0 {
 			if len(topics) == 0 {
 				return
