@@ -60,6 +60,7 @@ type runner struct {
 	pr      *patternRunner
 	poke    chan time.Time
 	firstAt time.Time // when its first claim is due (local clock); zero: at once
+	parked  atomic.Bool
 }
 
 // newRunner returns the runner of a topic; pr is the HandleTopics loop
@@ -279,8 +280,14 @@ func (r *runner) claimLoop() {
 			continue // maybe more are due
 		}
 
-		if len(res.Timers) == 0 && r.idleNow(res) {
-			return // served from the topic index: let go until due
+		if r.pr != nil {
+			// Served from the topic index: an idle topic parks (and
+			// is let go after a while) instead of polling.
+			if parked, end := r.park(res, wake, sleepTmr, offset); end {
+				return
+			} else if parked {
+				continue
+			}
 		}
 
 		// Nothing more is due now: sleep until the next due instant.

@@ -104,6 +104,9 @@ type patternRunner struct {
 	idle chan *runner
 	// leaving counts the runners let go that are still stopping.
 	leaving sync.WaitGroup
+	// linger is how long an idle topic's runner stays parked before it
+	// is let go (see runner.park).
+	linger time.Duration
 
 	quit     chan struct{}
 	loopDone chan struct{}
@@ -114,6 +117,7 @@ func newPatternRunner(w *Worker, idx ontimedriver.TopicIndex, pattern string, h 
 	return &patternRunner{
 		w: w, idx: idx, pattern: pattern, h: h, opts: o,
 		active:   map[string]*runner{},
+		linger:   max(10*o.PollInterval, 10*time.Second),
 		idle:     make(chan *runner),
 		quit:     make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -276,15 +280,37 @@ func (p *patternRunner) loop() {
 		p.w.health.ok()
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
-		for _, t := range res.Topics {
-			p.activate(t, time.Time{}, time.Time{})
+		// Start the topics due within the horizon that are not running,
+		// each at its instant. A running topic is its runner's business:
+		// the runner knows its next instant, and is woken by publishes.
+		for i, t := range res.Topics {
+			if r, running := p.active[t]; running {
+				// A busy runner knows its topic's next instant; a
+				// parked one is poked with it.
+				if r.parked.Load() && i < len(res.At) {
+					select {
+					case r.poke <- res.At[i]:
+					default:
+					}
+				}
+				continue
+			}
+			var first time.Time
+			if i < len(res.At) && res.At[i].After(res.Now) {
+				first = res.At[i].Add(-offset)
+			}
+			p.activate(t, time.Time{}, first)
 		}
 
-		// Topics that are due and served already are their runners'
-		// business: sleep until a matching topic's next instant, a
-		// wake-up or the poll interval.
+		// Ask again after a poll interval (the horizon: every topic due
+		// before then has been started), at the next instant beyond it
+		// if that comes first, or, when the call returned as many
+		// topics as it may, from the last one's instant on.
 		wait := p.opts.PollInterval
-		if !res.Next.IsZero() {
+		switch {
+		case len(res.Topics) == dueTopicsLimit && len(res.At) == len(res.Topics):
+			wait = min(max(res.At[len(res.At)-1].Sub(res.Now), 5*time.Millisecond), wait)
+		case !res.Next.IsZero():
 			wait = min(wait, max(res.Next.Sub(res.Now), time.Millisecond))
 		}
 		if !p.wait(localNow.Add(wait), &wake, sleepTmr, offset) {
@@ -370,7 +396,7 @@ func stopTimer(t *time.Timer) {
 func (p *patternRunner) dueTopics(ctx context.Context) (*ontimedriver.DueTopicsResult, error) {
 	od, observed := p.w.client.drv.(*observedDriver)
 	start := time.Now()
-	res, err := p.idx.DueTopics(ctx, p.pattern, dueTopicsLimit)
+	res, err := p.idx.DueTopics(ctx, p.pattern, p.opts.PollInterval, dueTopicsLimit)
 	if observed {
 		od.report(ctx, "due_topics", "", start, err)
 	}
@@ -413,24 +439,79 @@ func (p *patternRunner) stop(ctx context.Context) error {
 	return errs
 }
 
-// idleNow is called by a pattern-served runner's claim loop after a claim
-// that took nothing: the topic is idle when its next timer is more than
-// a poll interval away (or it has none) and nothing is claimed or
-// running. It hands the runner to the pattern loop and reports true (the
-// claim loop then ends), or false when the loop is stopping.
-func (r *runner) idleNow(res *ontimedriver.ClaimResult) bool {
-	if r.pr == nil || len(r.slots) > 0 {
-		return false
+// park is called by a pattern-served runner's claim loop after a claim
+// that took fewer timers than it asked for. The topic is idle when its
+// next timer (or lease deadline: its running timers' included) is more
+// than a poll interval away, or it has none: then the runner parks
+// (reported true), asking the store nothing, until
+// the pattern loop pokes it (a publish to the topic, or the topic's
+// instant coming within the loop's horizon) and the poked instant comes,
+// after which the claim loop claims again; or until it has been parked for
+// the loop's linger time with nothing running, when it hands itself to the
+// loop to be stopped (end true; also when the runner stops). Its running
+// handlers need no claim loop: an outcome that reschedules a timer
+// publishes a wake-up, and a lease that runs out is the topic's next
+// instant in the index, so either pokes the runner. A parked runner costs its
+// goroutines' memory and nothing per poll; keeping it for a while spares
+// a topic that gets a timer every few seconds a stop and a start per
+// timer.
+func (r *runner) park(res *ontimedriver.ClaimResult, wake <-chan time.Time, tmr *time.Timer, offset time.Duration) (parked, end bool) {
+	if r.pr == nil {
+		return false, false
 	}
 	if !res.Next.IsZero() && res.Next.Sub(res.Now) <= r.opts.PollInterval {
-		return false
+		return false, false
 	}
-	select {
-	case r.pr.idle <- r:
-		return true
-	case <-r.stopClaims:
-		return false
-	case <-r.pr.quit:
-		return false
+	r.parked.Store(true)
+	defer r.parked.Store(false)
+	linger := time.NewTimer(r.pr.linger)
+	defer linger.Stop()
+	var at time.Time // when to claim (local clock); zero: no poke yet
+	for {
+		var tc <-chan time.Time
+		if !at.IsZero() {
+			d := time.Until(at)
+			if d <= 0 {
+				return true, false
+			}
+			tmr.Reset(d)
+			tc = tmr.C
+		}
+		select {
+		case <-tc:
+			return true, false
+		case due := <-wake:
+			if !at.IsZero() {
+				stopTimer(tmr)
+			}
+			local := due.Add(-offset)
+			if due.IsZero() || !local.After(time.Now()) {
+				return true, false
+			}
+			if at.IsZero() || local.Before(at) {
+				at = local
+			}
+		case <-linger.C:
+			if !at.IsZero() {
+				stopTimer(tmr)
+				return true, false // poked meanwhile: claim now, park again later
+			}
+			if len(r.slots) > 0 {
+				linger.Reset(r.pr.linger) // handlers still run: not idle
+				continue
+			}
+			select {
+			case r.pr.idle <- r:
+			case <-r.stopClaims:
+			case <-r.pr.quit:
+				<-r.stopClaims // the loop's stop stops every runner it has
+			}
+			return true, true
+		case <-r.stopClaims:
+			if !at.IsZero() {
+				stopTimer(tmr)
+			}
+			return true, true
+		}
 	}
 }

@@ -418,13 +418,17 @@ type TopicIndex interface {
 
 	// DueTopics returns up to limit topics that match pattern (see
 	// MatchTopic) and whose indexed instant is at or before the store's
-	// now, earliest first, with the earliest indexed instant after now of
-	// a matching topic (Next; zero when there is none, or when the driver
+	// now plus within (>= 0; 0: the topics due now), earliest first, each
+	// with its instant, and the earliest indexed instant after that of a
+	// matching topic (Next; zero when there is none, or when the driver
 	// gave up looking for one among many topics that do not match: the
-	// caller then polls). One round trip; the cost grows with the topics
-	// returned and, for a pattern, with the non-matching topics passed
-	// over, never with the index's whole size.
-	DueTopics(ctx context.Context, pattern string, limit int) (*DueTopicsResult, error)
+	// caller then polls). A worker asks with within = its poll interval,
+	// so that it can start each topic at its instant and ask the index
+	// once per poll interval, not at every topic's instant. One round
+	// trip; the cost grows with the topics returned and, for a pattern,
+	// with the non-matching topics passed over, never with the index's
+	// whole size.
+	DueTopics(ctx context.Context, pattern string, within time.Duration, limit int) (*DueTopicsResult, error)
 
 	// SubscribeTopics is Subscribe for every topic that matches pattern:
 	// the channel receives the topic and the new timer's due time when a
@@ -441,10 +445,12 @@ var ErrNoTopicIndex = errors.New("ontime: the store keeps no topic index")
 
 // DueTopicsResult is what DueTopics returns.
 type DueTopicsResult struct {
-	// Topics are due (indexed instant <= Now), earliest first.
+	// Topics are due (indexed instant <= Now + within), earliest first.
 	Topics []string
-	// Next is the earliest indexed instant after Now of a matching topic;
-	// zero if none is known.
+	// At holds each topic's indexed instant (At[i] is Topics[i]'s).
+	At []time.Time
+	// Next is the earliest indexed instant after Now + within of a
+	// matching topic; zero if none is known.
 	Next time.Time
 	// Now is the store's clock.
 	Now time.Time

@@ -28,7 +28,7 @@ func topicIndexOf(l *lib) ontimedriver.TopicIndex {
 		l.t.Errorf("HandleTopics on a store without a topic index: %v, want ErrInvalid", err)
 	}
 	if ok {
-		if _, err := idx.DueTopics(l.ctx, "*", 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
+		if _, err := idx.DueTopics(l.ctx, "*", 0, 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
 			l.t.Errorf("DueTopics on a store without a topic index: %v, want ErrNoTopicIndex", err)
 		}
 	}
@@ -88,7 +88,7 @@ func libTopicsPattern(l *lib) {
 	}
 	// Emptied topics leave the index.
 	WaitFor(l.t, waitTimeout, func() bool {
-		res, err := idx.DueTopics(l.ctx, "tenant-*", 100)
+		res, err := idx.DueTopics(l.ctx, "tenant-*", 0, 100)
 		if err != nil {
 			l.t.Fatalf("DueTopics: %v", err)
 		}

@@ -18,6 +18,7 @@ func topicIndexCases() []testCase {
 	return []testCase{
 		{"Empty", testIndexEmpty},
 		{"DueNotEarly", testIndexDueNotEarly},
+		{"Horizon", testIndexHorizon},
 		{"EmptiedTopicsLeave", testIndexEmptiedLeave},
 		{"RetryAndSnoozeStay", testIndexRetryStays},
 		{"FireNowAndReplay", testIndexFireReplay},
@@ -67,7 +68,7 @@ func (e *env) index() ontimedriver.TopicIndex {
 // dueTopics calls DueTopics and checks the shape of its result.
 func (e *env) dueTopics(pattern string, limit int) *ontimedriver.DueTopicsResult {
 	e.t.Helper()
-	r, err := e.index().DueTopics(e.ctx, pattern, limit)
+	r, err := e.index().DueTopics(e.ctx, pattern, 0, limit)
 	if err != nil {
 		e.t.Fatalf("DueTopics(%q, %d): %v", pattern, limit, err)
 	}
@@ -143,6 +144,43 @@ func testIndexDueNotEarly(e *env) {
 	res := e.claim("idx.soon", 10, longLease)
 	if len(res.Timers) != 1 {
 		e.t.Errorf("claim of the listed topic took %v, want a", claimedIDs(res))
+	}
+}
+
+// testIndexHorizon: DueTopics with a horizon lists the topics due within
+// it, each with its instant (the due time as stored, never before it),
+// earliest first; Next is the first instant beyond the horizon; a
+// negative horizon is refused.
+func testIndexHorizon(e *env) {
+	ti := e.index()
+	near := e.put("hz.near", dueIn("a", 200*time.Millisecond, "p"))[0].Due
+	mid := e.put("hz.mid", dueIn("b", 400*time.Millisecond, "p"))[0].Due
+	far := e.put("hz.far", dueIn("c", time.Hour, "p"))[0].Due
+	r, err := ti.DueTopics(e.ctx, "hz.*", 10*time.Second, 10)
+	if err != nil {
+		e.t.Fatalf("DueTopics within 10s: %v", err)
+	}
+	if !slices.Equal(r.Topics, []string{"hz.near", "hz.mid"}) || len(r.At) != 2 {
+		e.t.Fatalf("DueTopics within 10s = %v at %v, want [hz.near hz.mid] with their instants", r.Topics, r.At)
+	}
+	for i, want := range []time.Time{near, mid} {
+		// A lower bound that is exact for a topic written once.
+		if !r.At[i].Equal(want) {
+			e.t.Errorf("%s: At %s, want its due time %s", r.Topics[i], ts(r.At[i]), ts(want))
+		}
+	}
+	if !r.Next.Equal(far) {
+		e.t.Errorf("Next = %s, want hz.far's due time %s", ts(r.Next), ts(far))
+	}
+	r, err = ti.DueTopics(e.ctx, "hz.*", 0, 10)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.Now.Before(near) && len(r.Topics) != 0 {
+		e.t.Errorf("DueTopics within 0 at %s = %v, want none before %s", ts(r.Now), r.Topics, ts(near))
+	}
+	if _, err := ti.DueTopics(e.ctx, "*", -time.Second, 10); !errors.Is(err, ontimedriver.ErrInvalid) {
+		e.t.Errorf("DueTopics with a negative horizon: %v, want ErrInvalid", err)
 	}
 }
 
@@ -378,7 +416,7 @@ func testIndexSubscribe(e *env) {
 func testIndexInvalid(e *env) {
 	ti := e.index()
 	for _, p := range []string{"", "a b", "{x}", "a[b]", "tenant#1", "\\"} {
-		if _, err := ti.DueTopics(e.ctx, p, 10); !errors.Is(err, ontimedriver.ErrInvalid) {
+		if _, err := ti.DueTopics(e.ctx, p, 0, 10); !errors.Is(err, ontimedriver.ErrInvalid) {
 			e.t.Errorf("DueTopics(%q): %v, want ErrInvalid", p, err)
 		}
 		if _, cancel, err := ti.SubscribeTopics(e.ctx, p); !errors.Is(err, ontimedriver.ErrInvalid) {
@@ -389,7 +427,7 @@ func testIndexInvalid(e *env) {
 		}
 	}
 	for _, n := range []int{0, -1} {
-		if _, err := ti.DueTopics(e.ctx, "*", n); !errors.Is(err, ontimedriver.ErrInvalid) {
+		if _, err := ti.DueTopics(e.ctx, "*", 0, n); !errors.Is(err, ontimedriver.ErrInvalid) {
 			e.t.Errorf("DueTopics(*, %d): %v, want ErrInvalid", n, err)
 		}
 	}
@@ -405,7 +443,7 @@ func testIndexNone(e *env) {
 	if ti.TopicIndexed() {
 		e.t.Skip("the driver keeps a topic index")
 	}
-	if _, err := ti.DueTopics(e.ctx, "*", 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
+	if _, err := ti.DueTopics(e.ctx, "*", 0, 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
 		e.t.Errorf("DueTopics without an index: %v, want ErrNoTopicIndex", err)
 	}
 	if _, cancel, err := ti.SubscribeTopics(e.ctx, "*"); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {

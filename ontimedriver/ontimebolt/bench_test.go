@@ -34,7 +34,7 @@ func BenchmarkDueTopics(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			v0 := ontimebolt.IndexVisited(d)
 			for b.Loop() {
-				r, err := d.DueTopics(ctx, pattern, 100)
+				r, err := d.DueTopics(ctx, pattern, 0, 100)
 				if err != nil || len(r.Topics) != wantDue {
 					b.Fatalf("DueTopics = %v, %v", r, err)
 				}

@@ -179,14 +179,14 @@ func (x *topicIndex) get(topic string) (int64, bool) {
 // an entry's children are visited only after it, so the walk stops as soon
 // as it has its answer, having looked at the entries before that answer
 // and their children only.
-func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string, next int64, ok bool) {
+func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string, ats []int64, next int64, ok bool) {
 	all := pattern == "*"
 	topics = []string{}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	h := x.heap
 	if len(h) == 0 {
-		return topics, 0, false
+		return topics, ats, 0, false
 	}
 	var (
 		f       = frontier{h: h, pos: make([]int, 0, 16)}
@@ -202,12 +202,13 @@ func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string,
 		match := all || ontimedriver.MatchTopic(pattern, e.topic)
 		switch {
 		case match && e.at > now:
-			return topics, e.at, true
+			return topics, ats, e.at, true
 		case match && len(topics) < limit:
 			topics = append(topics, e.topic)
+			ats = append(ats, e.at)
 		default:
 			if passed++; passed > maxPassedOver {
-				return topics, 0, false
+				return topics, ats, 0, false
 			}
 		}
 		if c := 2*i + 1; c < len(h) {
@@ -217,7 +218,7 @@ func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string,
 			}
 		}
 	}
-	return topics, 0, false
+	return topics, ats, 0, false
 }
 
 // frontier is a min-heap of positions in an entry heap, ordered by their
@@ -397,7 +398,7 @@ func (d *Driver) TopicIndexed() bool { return true }
 // package documentation. A pattern that ontimedriver.ValidatePattern
 // refuses, or a limit below 1, is an error wrapping ontimedriver.ErrInvalid;
 // a limit over 1000 is taken as 1000.
-func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ontimedriver.DueTopicsResult, error) {
+func (d *Driver) DueTopics(ctx context.Context, pattern string, within time.Duration, limit int) (*ontimedriver.DueTopicsResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -407,13 +408,19 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ont
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: due topics limit %d is not positive", ontimedriver.ErrInvalid, limit)
 	}
+	if within < 0 {
+		return nil, fmt.Errorf("%w: due topics within %s is negative", ontimedriver.ErrInvalid, within)
+	}
 	limit = min(limit, maxDueTopics)
 	if d.closed.Load() {
 		return nil, ontimedriver.ErrClosed
 	}
 	nowUs := floorMicros(time.Now())
-	topics, next, ok := d.idx.due(nowUs, pattern, limit)
-	res := &ontimedriver.DueTopicsResult{Topics: topics, Now: fromMicros(nowUs)}
+	topics, ats, next, ok := d.idx.due(nowUs+within.Microseconds(), pattern, limit)
+	res := &ontimedriver.DueTopicsResult{Topics: topics, At: make([]time.Time, len(ats)), Now: fromMicros(nowUs)}
+	for i, at := range ats {
+		res.At[i] = fromMicros(at)
+	}
 	if ok {
 		res.Next = fromMicros(next)
 	}

@@ -66,7 +66,7 @@ func TestTopicIndexHeap(t *testing.T) {
 		// due against the model: every entry at or before now, in order
 		// (limit large enough), then the first after now.
 		now := rng.Int64N(1000)
-		got, next, ok := x.due(now, "*", maxDueTopics)
+		got, _, next, ok := x.due(now, "*", maxDueTopics)
 		var want []*indexEntry
 		var wantNext *indexEntry
 		for topic, at := range model {

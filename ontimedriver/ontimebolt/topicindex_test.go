@@ -17,7 +17,7 @@ import (
 
 func dueTopics(t testing.TB, d *ontimebolt.Driver, pattern string, limit int) *ontimedriver.DueTopicsResult {
 	t.Helper()
-	res, err := d.DueTopics(ctx, pattern, limit)
+	res, err := d.DueTopics(ctx, pattern, 0, limit)
 	if err != nil {
 		t.Fatalf("DueTopics(%q, %d): %v", pattern, limit, err)
 	}
@@ -327,7 +327,7 @@ func TestDueTopicsInvalid(t *testing.T) {
 		pattern string
 		limit   int
 	}{{"", 1}, {"*", 0}, {"*", -1}, {"a b", 1}, {"a#*", 1}, {strings.Repeat("x", ontimedriver.MaxTopicLen+1), 1}} {
-		if _, err := d.DueTopics(ctx, tc.pattern, tc.limit); !errors.Is(err, ontimedriver.ErrInvalid) {
+		if _, err := d.DueTopics(ctx, tc.pattern, 0, tc.limit); !errors.Is(err, ontimedriver.ErrInvalid) {
 			t.Errorf("DueTopics(%q, %d) = %v, want ErrInvalid", tc.pattern, tc.limit, err)
 		}
 	}
@@ -336,7 +336,7 @@ func TestDueTopicsInvalid(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := d.DueTopics(cancelled, "*", 1); !errors.Is(err, context.Canceled) {
+	if _, err := d.DueTopics(cancelled, "*", 0, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("DueTopics(cancelled ctx) = %v", err)
 	}
 	if _, _, err := d.SubscribeTopics(cancelled, "*"); !errors.Is(err, context.Canceled) {
@@ -345,7 +345,7 @@ func TestDueTopicsInvalid(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.DueTopics(ctx, "*", 1); !errors.Is(err, ontimedriver.ErrClosed) {
+	if _, err := d.DueTopics(ctx, "*", 0, 1); !errors.Is(err, ontimedriver.ErrClosed) {
 		t.Errorf("DueTopics after Close = %v, want ErrClosed", err)
 	}
 	if _, _, err := d.SubscribeTopics(ctx, "*"); !errors.Is(err, ontimedriver.ErrClosed) {
@@ -657,7 +657,7 @@ func TestTopicIndexConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := d.DueTopics(ctx, "c1*", 5); err != nil {
+				if _, err := d.DueTopics(ctx, "c1*", 0, 5); err != nil {
 					t.Error(err)
 					return
 				}

@@ -134,7 +134,7 @@ func (d *Driver) NeedsIndexRepair() bool { return d.idx == idxHints }
 // 15 µs of Redis time a call for "*" or a pattern most topics match, and
 // at most about 0.5–1 ms for a pattern that matches none
 // (TestIndexScale).
-func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ontimedriver.DueTopicsResult, error) {
+func (d *Driver) DueTopics(ctx context.Context, pattern string, within time.Duration, limit int) (*ontimedriver.DueTopicsResult, error) {
 	if d.idx == idxNone {
 		return nil, d.noIndex("DueTopics")
 	}
@@ -144,8 +144,13 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ont
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: DueTopics limit %d, want at least 1", ontimedriver.ErrInvalid, limit)
 	}
+	if within < 0 {
+		return nil, fmt.Errorf("%w: DueTopics within %s, want >= 0", ontimedriver.ErrInvalid, within)
+	}
 	limit = min(limit, maxDueTopics)
-	args := append([]any{limit, dueTopicsScan}, luaGlob(pattern)...)
+	// The horizon in whole ms, rounded down: a topic is never reported
+	// before now + within.
+	args := append([]any{limit, dueTopicsScan, int64(within / time.Millisecond)}, luaGlob(pattern)...)
 	next, _ := d.indexKeys()
 	res, err := d.eval(ctx, sDueTopics, []string{next}, args...)
 	if err != nil {
@@ -155,14 +160,22 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, limit int) (*ont
 	if err != nil || len(a) < 2 {
 		return nil, errReply
 	}
-	out := &ontimedriver.DueTopicsResult{Now: usTime(replyInt(a[0])), Topics: make([]string, 0, len(a)-2)}
+	if len(a)%2 != 0 {
+		return nil, errReply
+	}
+	out := &ontimedriver.DueTopicsResult{Now: usTime(replyInt(a[0])), Topics: make([]string, 0, (len(a)-2)/2), At: make([]time.Time, 0, (len(a)-2)/2)}
 	if s := replyStr(a[1]); s != "" {
 		if out.Next, err = d.scoreTime(s); err != nil {
 			return nil, err
 		}
 	}
-	for _, v := range a[2:] {
-		out.Topics = append(out.Topics, replyStr(v))
+	for i := 2; i+1 < len(a); i += 2 {
+		at, err := d.scoreTime(replyStr(a[i+1]))
+		if err != nil {
+			return nil, err
+		}
+		out.Topics = append(out.Topics, replyStr(a[i]))
+		out.At = append(out.At, at)
 	}
 	return out, nil
 }

@@ -234,7 +234,7 @@ func testSync(t *testing.T, rdb redis.UniversalClient, d *ontimeredis.Driver) {
 			t.Errorf("index entry %s = %d, want %d (present %v)", topic, int64(z.Score), want, ok)
 		}
 	}
-	r, err := d.DueTopics(ctx, "*", 10)
+	r, err := d.DueTopics(ctx, "*", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestIndexCompatible(t *testing.T) {
 	if d.TopicIndexed() || d.NeedsIndexRepair() {
 		t.Errorf("compatible layout: TopicIndexed %v, NeedsIndexRepair %v; want false, false", d.TopicIndexed(), d.NeedsIndexRepair())
 	}
-	if _, err := d.DueTopics(ctx, "*", 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
+	if _, err := d.DueTopics(ctx, "*", 0, 10); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
 		t.Errorf("DueTopics: %v", err)
 	}
 	if _, _, err := d.SubscribeTopics(ctx, "*"); !errors.Is(err, ontimedriver.ErrNoTopicIndex) {
@@ -353,7 +353,7 @@ func TestIndexScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	// warm the script cache, so that every call below is one EVALSHA
-	if _, err := d.DueTopics(ctx, "*", 1); err != nil {
+	if _, err := d.DueTopics(ctx, "*", 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	check := func(pattern string, next time.Time) {
@@ -362,7 +362,7 @@ func TestIndexScale(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 10 {
-			r, err := d.DueTopics(ctx, pattern, 100)
+			r, err := d.DueTopics(ctx, pattern, 0, 100)
 			if err != nil {
 				t.Fatal(err)
 			}

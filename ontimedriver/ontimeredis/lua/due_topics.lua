@@ -1,28 +1,31 @@
--- due_topics.lua: the topics of the index that are due, and the next one.
+-- due_topics.lua: the topics of the index that are due (at or before the
+-- store's now plus a horizon), and the next one.
 -- KEYS[1] index zset (topic → the instant its next timer becomes
 -- claimable, ms)
 -- ARGV[1] limit, ARGV[2] scan cap: at most this many entries are read in
--- each part (the due topics, the next one), ARGV[3] the pattern's form:
+-- each part (the due topics, the next one), ARGV[3] the horizon, ms,
+-- ARGV[4] the pattern's form:
 --   "a"  every topic (no more ARGV)
---   "e"  exactly one topic: ARGV[4] (no wildcard)
---   "x"  no '*': ARGV[4] is an anchored Lua pattern for the whole topic
---   "g"  with '*': ARGV[4] anchored Lua pattern of the part before the
---        first '*' ("" if none), ARGV[5] anchored (both ends) Lua pattern
---        of the part after the last '*' ("" if none) and ARGV[6] its
+--   "e"  exactly one topic: ARGV[5] (no wildcard)
+--   "x"  no '*': ARGV[5] is an anchored Lua pattern for the whole topic
+--   "g"  with '*': ARGV[5] anchored Lua pattern of the part before the
+--        first '*' ("" if none), ARGV[6] anchored (both ends) Lua pattern
+--        of the part after the last '*' ("" if none) and ARGV[7] its
 --        length, then one unanchored Lua pattern per part between stars
 -- The parts between stars are found leftmost, one after another, so a
 -- match costs O(topic length × pattern length), never the backtracking
 -- of a Lua pattern with several '.*'.
--- Returns {clock us, next ms or "", due topics earliest first...}. Next is
+-- Returns {clock us, next ms or "", then per due topic, earliest first,
+-- the topic and its instant (ms)}. Next is
 -- "" when no later entry matches, or none did among the first cap (or the
 -- due part gave up before it reached the end of the due entries).
 local t = redis.call('TIME')
-local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
 local out = {tonumber(t[1]) * 1000000 + tonumber(t[2]), ''}
-local limit, cap, form = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local limit, cap, form = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4]
 local idx = KEYS[1]
 if form == 'a' then
-  local r = redis.call('ZRANGEBYSCORE', idx, '-inf', ms, 'LIMIT', 0, limit)
+  local r = redis.call('ZRANGEBYSCORE', idx, '-inf', ms, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #r do
     out[i + 2] = r[i]
   end
@@ -34,10 +37,11 @@ if form == 'a' then
 end
 
 if form == 'e' then
-  local sc = redis.call('ZSCORE', idx, ARGV[4])
+  local sc = redis.call('ZSCORE', idx, ARGV[5])
   if sc then
     if tonumber(sc) <= ms then
-      out[3] = ARGV[4]
+      out[3] = ARGV[5]
+      out[4] = sc
     else
       out[2] = sc
     end
@@ -46,9 +50,9 @@ if form == 'e' then
 end
 
 local find = string.find
-local pre, suf, suflen = ARGV[4], ARGV[5] or '', tonumber(ARGV[6] or '0')
+local pre, suf, suflen = ARGV[5], ARGV[6] or '', tonumber(ARGV[7] or '0')
 local mids = {}
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   mids[#mids + 1] = ARGV[i]
 end
 local star = form == 'g'
@@ -92,18 +96,19 @@ while found < limit do
   end
   local n = math.min(chunk, cap - seen)
   chunk = math.min(chunk * 2, 256)
-  local r = redis.call('ZRANGEBYSCORE', idx, '-inf', ms, 'LIMIT', seen, n)
-  seen = seen + #r
-  for i = 1, #r do
+  local r = redis.call('ZRANGEBYSCORE', idx, '-inf', ms, 'WITHSCORES', 'LIMIT', seen, n)
+  seen = seen + #r / 2
+  for i = 1, #r, 2 do
     if match(r[i]) then
       found = found + 1
-      out[found + 2] = r[i]
+      out[2 * found + 1] = r[i]
+      out[2 * found + 2] = r[i + 1]
       if found == limit then
         break
       end
     end
   end
-  if #r < n then
+  if #r < 2 * n then
     complete = true
     break
   end
