@@ -84,19 +84,24 @@ func evaluateTargets(r *Report) []Target {
 	// End to end.
 	if on == nil || isNaN(on.Median.E2E) {
 		add("end-to-end timers/s", "≥ 50k/s", "-", statusNotMeas)
-		add("end-to-end vs asynq", "≥ 2× asynq", "-", statusNotMeas)
+		add("end-to-end vs asynq", "≥ 10× asynq", "-", statusNotMeas)
 	} else {
 		e2e := float64(on.Median.E2E)
 		add("end-to-end timers/s (native, N="+fmtShort(float64(on.N))+")", "≥ 50k/s", fmtRate(on.Median.E2E)+"/s", status(e2e >= 50000))
+		if p := r.throughputOf("pipeline"); p != nil && !isNaN(p.Median.E2E) && p.Median.E2E > 0 {
+			ratio := e2e / float64(p.Median.E2E)
+			add("end-to-end vs the hand-written pipeline (DESIGN.md; same guarantees: leases, fencing, attempts)", "≥ 0.85×",
+				fmt.Sprintf("%.2f× (%s/s vs %s/s)", ratio, fmtRate(on.Median.E2E), fmtRate(p.Median.E2E)), status(ratio >= 0.85))
+		}
 		if a := r.throughputOf("asynq"); a != nil && !isNaN(a.Median.E2E) {
 			ratio := e2e / float64(a.Median.E2E)
 			m := fmt.Sprintf("%.1f× (%s/s vs %s/s)", ratio, fmtRate(on.Median.E2E), fmtRate(a.Median.E2E))
 			if t := r.throughputOf("asynq-tuned"); t != nil && !isNaN(t.Median.E2E) {
 				m += fmt.Sprintf("; %.1f× asynq-tuned", e2e/float64(t.Median.E2E))
 			}
-			add("end-to-end vs asynq", "≥ 2× asynq", m, status(ratio >= 2))
+			add("end-to-end vs asynq", "≥ 10× asynq", m, status(ratio >= 10))
 		} else {
-			add("end-to-end vs asynq", "≥ 2× asynq", "-", statusNotMeas)
+			add("end-to-end vs asynq", "≥ 10× asynq", "-", statusNotMeas)
 		}
 		add("end-to-end vs faststream-redis-timers defaults", "≥ 50× (anchor 92/s from DESIGN.md, not measured here)",
 			fmt.Sprintf("%.0f× the anchor", e2e/faststreamDefault), status(e2e/faststreamDefault >= 50))
@@ -104,10 +109,10 @@ func evaluateTargets(r *Report) []Target {
 	// Batched publish.
 	if on != nil && r.Raw != nil && !isNaN(on.Median.PublishBatch) && !isNaN(r.Raw.Median) && r.Raw.Median > 0 {
 		ratio := float64(on.Median.PublishBatch) / float64(r.Raw.Median)
-		add("batched publish vs redis-benchmark -P 16 ZADD", "≥ 25 %",
-			fmt.Sprintf("%.0f %% (%s/s vs %s ZADD/s)", 100*ratio, fmtRate(on.Median.PublishBatch), fmtRate(r.Raw.Median)), status(ratio >= 0.25))
+		add("batched publish vs redis-benchmark -P 16 ZADD", "≥ 85 %",
+			fmt.Sprintf("%.0f %% (%s/s vs %s ZADD/s)", 100*ratio, fmtRate(on.Median.PublishBatch), fmtRate(r.Raw.Median)), status(ratio >= 0.85))
 	} else {
-		add("batched publish vs redis-benchmark -P 16 ZADD", "≥ 25 %", "-", statusNotMeas)
+		add("batched publish vs redis-benchmark -P 16 ZADD", "≥ 85 %", "-", statusNotMeas)
 	}
 	// Lateness.
 	if l := r.latenessOf("ontime"); l != nil {
@@ -231,6 +236,38 @@ func carried(r *Report, scenario string) bool {
 
 // writeOutputs writes BENCHMARKS.md (replacing the generated part), the
 // charts and results.json under dir.
+// Retarget evaluates the targets of the results.json under dir again
+// (after a change of the targets, not of the measurements) and rewrites
+// it and the generated part of BENCHMARKS.md; the charts are kept as the
+// run drew them (they need samples results.json does not hold).
+func Retarget(dir string) (*Report, error) {
+	chartDir := filepath.Join(dir, "bench")
+	b, err := os.ReadFile(filepath.Join(chartDir, "results.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(chartDir, "results.json"), err)
+	}
+	r.Targets = evaluateTargets(&r)
+	charts := map[string][]byte{}
+	pngs, _ := filepath.Glob(filepath.Join(chartDir, "*.png"))
+	for _, f := range pngs {
+		charts[filepath.Base(f)] = nil // present: the document links it
+	}
+	if err := writeJSON(filepath.Join(chartDir, "results.json"), &r); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "BENCHMARKS.md")
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	md := spliceGenerated(string(old), Markdown(&r, "bench/", charts))
+	return &r, os.WriteFile(path, []byte(md), 0o644)
+}
+
 func writeOutputs(r *Report, dir string) error {
 	chartDir := filepath.Join(dir, "bench")
 	if err := os.MkdirAll(chartDir, 0o755); err != nil {

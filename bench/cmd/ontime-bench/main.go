@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -60,8 +61,22 @@ func run() error {
 		httpFor   = flag.Duration("http-for", 0, "http scenario: sending time per run (default 8s)")
 		ontimeBin = flag.String("ontime-bin", "", "ontime binary for the http scenario (default: go build ./cmd/ontime from this tree)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
+		retarget  = flag.Bool("retarget", false, "measure nothing: evaluate the targets of -out's bench/results.json again and rewrite it and BENCHMARKS.md (charts kept)")
 	)
 	flag.Parse()
+	if *retarget {
+		if *out == "" {
+			return errors.New("-retarget needs -out")
+		}
+		rep, err := harness.Retarget(*out)
+		if err != nil {
+			return err
+		}
+		for _, t := range rep.Targets {
+			fmt.Printf("  target [%s] %s (%s): %s\n", t.Status, t.What, t.Goal, t.Measured)
+		}
+		return nil
+	}
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err != nil {
