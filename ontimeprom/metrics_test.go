@@ -563,20 +563,7 @@ func TestStoreOpsAndFailures(t *testing.T) {
 // those the hooks gave a label of their own first.
 func TestSamplerMaxTopics(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
-	m, err := ontimeprom.New(reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := openBolt(t)
-	plain, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooked, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet, Hooks: []any{m}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m, drv, plain, hooked := samplerClients(t)
 	ctx := context.Background()
 	for _, topic := range []string{"a", "b", "c"} {
 		if _, err := plain.Publish(ctx, topic, "x", ontime.In(time.Hour)); err != nil {
@@ -611,20 +598,7 @@ func TestSamplerMaxTopics(t *testing.T) {
 // seen, without listing the store's topics.
 func TestSamplerLabelled(t *testing.T) {
 	t.Parallel()
-	reg := prometheus.NewRegistry()
-	m, err := ontimeprom.New(reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := openBolt(t)
-	plain, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooked, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet, Hooks: []any{m}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, m, drv, plain, hooked := samplerClients(t)
 	ctx := context.Background()
 	for _, topic := range []string{"a", "b"} {
 		if _, err := plain.Publish(ctx, topic, "x", ontime.In(time.Hour)); err != nil {
@@ -643,4 +617,25 @@ func TestSamplerLabelled(t *testing.T) {
 	if got := value(t, reg, "ontime_timers", "topic", "z", "state", "scheduled"); got != 1 {
 		t.Errorf("timers{topic=z} = %v, want 1", got)
 	}
+}
+
+// samplerClients returns Metrics on a registry, an embedded store and two
+// Clients on it: plain (no hooks) and hooked (with the Metrics).
+func samplerClients(t *testing.T) (*prometheus.Registry, *ontimeprom.Metrics, *ontimebolt.Driver, *ontime.Client, *ontime.Client) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := ontimeprom.New(reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := openBolt(t)
+	plain, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked, err := ontime.NewClient(drv, &ontime.Config{Logger: quiet, Hooks: []any{m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, m, drv, plain, hooked
 }

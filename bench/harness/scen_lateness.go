@@ -141,6 +141,15 @@ func pacedPublish(ctx context.Context, s system, q string, t *tracker, n, rate, 
 		}()
 	}
 	start := time.Now()
+	feedPaced(ctx, items, n, rate)
+	wg.Wait()
+	return time.Since(start), firstErr
+}
+
+// feedPaced sends 0..n-1 to items at rate per second (in bursts that
+// catch up when the sender falls behind) and closes it.
+func feedPaced(ctx context.Context, items chan<- int, n, rate int) {
+	start := time.Now()
 	interval := time.Second / time.Duration(rate)
 	for i := 0; i < n && ctx.Err() == nil; {
 		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
@@ -152,8 +161,6 @@ func pacedPublish(ctx context.Context, s system, q string, t *tracker, n, rate, 
 		}
 	}
 	close(items)
-	wg.Wait()
-	return time.Since(start), firstErr
 }
 
 // IdleResult is the lateness of the first timer on a queue that was idle.

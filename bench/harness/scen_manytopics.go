@@ -341,17 +341,7 @@ func (b *bench) paceTopics(ctx context.Context, client *ontime.Client, t *tracke
 		}()
 	}
 	start := time.Now()
-	interval := time.Second / time.Duration(cfg.Rate)
-	for i := 0; i < n && ctx.Err() == nil; {
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-			time.Sleep(wait)
-		}
-		upto := min(n, int(time.Since(start)/interval)+1)
-		for ; i < upto; i++ {
-			items <- i
-		}
-	}
-	close(items)
+	feedPaced(ctx, items, n, cfg.Rate)
 	wg.Wait()
 	return time.Since(start), perr
 }

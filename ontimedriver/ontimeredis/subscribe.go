@@ -114,18 +114,8 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 	h.mu.Unlock()
 
 	cancel := func() { h.unsubscribe(channel, l) }
-	if wait != nil {
-		t := time.NewTimer(subscribeTimeout)
-		defer t.Stop()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			cancel()
-			return nil, nil, ctx.Err()
-		case <-t.C:
-			cancel()
-			return nil, nil, fmt.Errorf("ontimeredis: subscribe: Redis did not confirm within %v", subscribeTimeout)
-		}
+	if err := awaitConfirm(ctx, wait, cancel, "subscribe"); err != nil {
+		return nil, nil, err
 	}
 	return l.ch, cancel, nil
 }
@@ -165,18 +155,8 @@ func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, aft
 	h.mu.Unlock()
 
 	cancel := func() { h.punsubscribe(pattern, l) }
-	if wait != nil {
-		t := time.NewTimer(subscribeTimeout)
-		defer t.Stop()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			cancel()
-			return nil, nil, ctx.Err()
-		case <-t.C:
-			cancel()
-			return nil, nil, fmt.Errorf("ontimeredis: psubscribe: Redis did not confirm within %v", subscribeTimeout)
-		}
+	if err := awaitConfirm(ctx, wait, cancel, "psubscribe"); err != nil {
+		return nil, nil, err
 	}
 	return l.ch, cancel, nil
 }
@@ -438,4 +418,25 @@ func (h *hub) close() {
 	close(h.stop)
 	_ = ps.Close()
 	<-h.done
+}
+
+// awaitConfirm waits until Redis confirms a (p)subscription (wait is
+// closed; nil: confirmed before), at most subscribeTimeout; on failure it
+// calls cancel.
+func awaitConfirm(ctx context.Context, wait chan struct{}, cancel func(), verb string) error {
+	if wait == nil {
+		return nil
+	}
+	t := time.NewTimer(subscribeTimeout)
+	defer t.Stop()
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		cancel()
+		return ctx.Err()
+	case <-t.C:
+		cancel()
+		return fmt.Errorf("ontimeredis: %s: Redis did not confirm within %v", verb, subscribeTimeout)
+	}
 }
