@@ -70,22 +70,33 @@ func TestSIGKILL(t *testing.T) {
 	p := killDefaults
 	bin := buildWorker(t)
 	for _, mode := range []string{"return", "explicit"} {
-		t.Run("ack="+mode, func(t *testing.T) { runKill(t, bin, mode, p) })
+		t.Run("ack="+mode, func(t *testing.T) { runKill(t, bin, mode, 1, p) })
 	}
+	// The same over 20 topics served by HandleTopics (the topic index,
+	// parked and restarted topics): each worker runs up to MaxConcurrency
+	// handlers per topic.
+	t.Run("ack=return/HandleTopics", func(t *testing.T) { runKill(t, bin, "return", 20, p) })
 }
 
-func runKill(t *testing.T, bin, mode string, p killParams) {
+// runKill runs TestSIGKILL's scenario; with topics > 1 the timers are
+// spread over that many topics, served by HandleTopics("chaos-*").
+func runKill(t *testing.T, bin, mode string, topics int, p killParams) {
 	ctx := t.Context()
 	srv := redistest.StartServer(t)
 	rdb := readmeClient(t, srv.Addr)
 	prefix := redistest.Prefix(t)
-	const topic = "chaos"
+	topicOf := func(int) string { return "chaos" }
+	serve := []string{"-topic", "chaos"}
+	if topics > 1 {
+		topicOf = func(i int) string { return fmt.Sprintf("chaos-%d", i%topics) }
+		serve = []string{"-pattern", "chaos-*"}
+	}
 	client, _ := newStoreClient(t, rdb, prefix, nil)
 	logPath := filepath.Join(t.TempDir(), "deliveries.log")
 
-	fl := newFleet(t, bin, p.conc,
-		"-addr", srv.Addr, "-prefix", prefix, "-topic", topic, "-log", logPath,
-		"-lease", p.lease.String(), "-work", p.work.String(), "-ack", mode)
+	fl := newFleet(t, bin, p.conc, append([]string{
+		"-addr", srv.Addr, "-prefix", prefix, "-log", logPath,
+		"-lease", p.lease.String(), "-work", p.work.String(), "-ack", mode}, serve...)...)
 	defer func() {
 		if t.Failed() {
 			fl.logStderr()
@@ -102,13 +113,19 @@ func runKill(t *testing.T, bin, mode string, p killParams) {
 		off := 300*time.Millisecond + time.Duration(rand.Int64N(int64(p.spread)))
 		timers[i] = ontime.Timer{ID: ids[i], Body: []byte("x"), At: start.Add(off)}
 	}
-	res, err := client.PublishBatch(ctx, topic, timers)
-	if err != nil {
-		t.Fatal(err)
+	byTopic := map[string][]ontime.Timer{}
+	for i, tm := range timers {
+		byTopic[topicOf(i)] = append(byTopic[topicOf(i)], tm)
 	}
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("publish %s: %v", ids[i], r.Err)
+	for topic, ts := range byTopic {
+		res, err := client.PublishBatch(ctx, topic, ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil {
+				t.Fatalf("publish %s: %v", ts[i].ID, r.Err)
+			}
 		}
 	}
 	for range p.workers {
@@ -140,12 +157,14 @@ func runKill(t *testing.T, bin, mode string, p killParams) {
 		fl.start()
 	}
 
-	counts := waitEmpty(t, client, topic, p.spread+p.lease+60*time.Second)
+	for topic := range byTopic {
+		counts := waitEmpty(t, client, topic, p.spread+p.lease+60*time.Second)
+		if counts.Dead != 0 {
+			t.Errorf("%s: %d timers were dead-lettered", topic, counts.Dead)
+		}
+	}
 	elapsed := time.Since(start)
 	fl.stopAll(15 * time.Second)
-	if counts.Dead != 0 {
-		t.Errorf("%d timers were dead-lettered", counts.Dead)
-	}
 
 	killed := map[int]bool{}
 	for _, pr := range fl.all() {
@@ -153,7 +172,7 @@ func runKill(t *testing.T, bin, mode string, p killParams) {
 			killed[pr.pid] = true
 		}
 	}
-	st := analyseKill(t, readLog(t, logPath), ids, killed, mode, p.conc)
+	st := analyseKill(t, readLog(t, logPath), ids, killed, mode, p.conc*topics)
 	t.Logf("lost=%d duplicated=%d kills=%d timers=%d (ack=%s, conc=%d, lease=%v; in flight at the kills %d (handlers running %d); per kill running<=duplicates<=in flight %v; duplicates from live workers (each after a lost lease) %d; ack errors %d; deliveries=%d; store empty after %s)",
 		st.lost, st.dup, kills, p.timers, mode, p.conc, p.lease, st.inFlight, st.running, st.perKill, st.live, st.ackErrs, st.deliveries, fmtDur(elapsed))
 }

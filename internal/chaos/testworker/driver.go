@@ -29,11 +29,31 @@ type observed struct {
 	logLine func(kind, id string, attempt int, extra string)
 
 	mu       sync.Mutex
-	attempts map[string]int // lease token -> attempt of the claim
+	attempts map[string]int // topic and lease token -> attempt of the claim (tokens count per topic)
 }
 
 func newObserved(d ontimedriver.Driver, logLine func(kind, id string, attempt int, extra string)) *observed {
 	return &observed{Driver: d, logLine: logLine, attempts: map[string]int{}}
+}
+
+// The topic index (HandleTopics) is the wrapped driver's: a wrapper that
+// embeds only ontimedriver.Driver hides it, and HandleTopics then refuses
+// the store.
+
+// TopicIndexed forwards to the wrapped driver.
+func (o *observed) TopicIndexed() bool {
+	ti, ok := o.Driver.(ontimedriver.TopicIndex)
+	return ok && ti.TopicIndexed()
+}
+
+// DueTopics forwards to the wrapped driver.
+func (o *observed) DueTopics(ctx context.Context, pattern string, within time.Duration, limit int) (*ontimedriver.DueTopicsResult, error) {
+	return o.Driver.(ontimedriver.TopicIndex).DueTopics(ctx, pattern, within, limit)
+}
+
+// SubscribeTopics forwards to the wrapped driver.
+func (o *observed) SubscribeTopics(ctx context.Context, pattern string) (<-chan ontimedriver.TopicWake, func(), error) {
+	return o.Driver.(ontimedriver.TopicIndex).SubscribeTopics(ctx, pattern)
 }
 
 // AcceptsLegacyPayloads forwards to the wrapped driver, so the library
@@ -49,14 +69,15 @@ func (o *observed) Claim(ctx context.Context, topic string, max int, lease time.
 	if err == nil {
 		o.mu.Lock()
 		for _, t := range res.Timers {
-			o.attempts[t.Token] = t.Attempt
+			o.attempts[topic+"\x00"+t.Token] = t.Attempt
 		}
 		o.mu.Unlock()
 	}
 	return res, err
 }
 
-func (o *observed) attempt(token string, forget bool) int {
+func (o *observed) attempt(topic, token string, forget bool) int {
+	token = topic + "\x00" + token
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	a, ok := o.attempts[token]
@@ -76,12 +97,12 @@ func (o *observed) Settle(ctx context.Context, topic string, ops []ontimedriver.
 		// The settler retries the batch while the leases last: keep the
 		// tokens.
 		for _, op := range ops {
-			o.logLine("E", op.ID, o.attempt(op.Token, false), op.Kind.String()+" "+strconv.Quote(err.Error()))
+			o.logLine("E", op.ID, o.attempt(topic, op.Token, false), op.Kind.String()+" "+strconv.Quote(err.Error()))
 		}
 		return res, err
 	}
 	for i, op := range ops {
-		a := o.attempt(op.Token, true)
+		a := o.attempt(topic, op.Token, true)
 		switch e := res[i]; {
 		case e == nil:
 			o.logLine("S", op.ID, a, op.Kind.String())
@@ -103,7 +124,7 @@ func (o *observed) Extend(ctx context.Context, topic string, leases []ontimedriv
 			// A token already settled (forgotten by Settle) is a heartbeat
 			// that raced its own ack: the timer is gone because this
 			// worker acked it, and the library ignores the answer.
-			if a := o.attempt(l.Token, false); a >= 0 {
+			if a := o.attempt(topic, l.Token, false); a >= 0 {
 				o.logLine("X", l.ID, a, "")
 			}
 		}

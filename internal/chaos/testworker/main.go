@@ -41,6 +41,7 @@ func main() {
 		addr        = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
 		prefix      = flag.String("prefix", "chaos:", "ontimeredis key prefix")
 		topic       = flag.String("topic", "chaos", "topic to serve")
+		pattern     = flag.String("pattern", "", "serve the topics matching this pattern with HandleTopics instead of -topic")
 		logPath     = flag.String("log", "", "delivery log (appended to)")
 		concurrency = flag.Int("concurrency", 8, "TopicOptions.MaxConcurrency")
 		claimBatch  = flag.Int("claim-batch", 0, "TopicOptions.ClaimBatch (0: default)")
@@ -50,13 +51,13 @@ func main() {
 		ack         = flag.String("ack", "return", "return: the handler returns nil; explicit: it calls m.Ack and waits for the store")
 	)
 	flag.Parse()
-	if err := run(*addr, *prefix, *topic, *logPath, *concurrency, *claimBatch, *lease, *poll, *work, *ack); err != nil {
+	if err := run(*addr, *prefix, *topic, *pattern, *logPath, *concurrency, *claimBatch, *lease, *poll, *work, *ack); err != nil {
 		fmt.Fprintln(os.Stderr, "testworker:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease, poll, work time.Duration, ack string) error {
+func run(addr, prefix, topic, pattern, logPath string, concurrency, claimBatch int, lease, poll, work time.Duration, ack string) error {
 	if logPath == "" {
 		return fmt.Errorf("-log is required")
 	}
@@ -104,7 +105,7 @@ func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease
 		return err
 	}
 	w := ontime.NewWorker(client, &ontime.WorkerConfig{ShutdownTimeout: 5 * time.Second})
-	err = ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[[]byte]) error {
+	handle := func(ctx context.Context, m *ontime.Message[[]byte]) error {
 		// The delivery is logged as the handler starts, so a worker killed
 		// mid-handler leaves its line: that is the delivery a crash
 		// duplicates.
@@ -123,7 +124,13 @@ func run(addr, prefix, topic, logPath string, concurrency, claimBatch int, lease
 			logLine("A", m.ID, m.Attempt, "")
 		}
 		return nil
-	}, &ontime.TopicOptions{MaxConcurrency: concurrency, ClaimBatch: claimBatch, Lease: lease, PollInterval: poll})
+	}
+	opts := &ontime.TopicOptions{MaxConcurrency: concurrency, ClaimBatch: claimBatch, Lease: lease, PollInterval: poll}
+	if pattern != "" {
+		err = ontime.HandleTopics(w, pattern, handle, opts)
+	} else {
+		err = ontime.Handle(w, topic, handle, opts)
+	}
 	if err != nil {
 		return err
 	}
