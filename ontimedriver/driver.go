@@ -408,6 +408,10 @@ type SlowClaims interface {
 // nothing; every Claim of a topic sets the topic's entry to the exact
 // next instant (Claim's ClaimResult.Next), or removes it when the topic
 // has no timers, so topics that empty out leave the index.
+//
+// A driver that wraps another (to observe or decorate its calls) must
+// forward these methods, and TopicIndexRepairer's, or the library sees a
+// store without an index (ontime.HandleTopics refuses it).
 type TopicIndex interface {
 	// TopicIndexed reports whether this driver, as configured, keeps the
 	// index. (A driver type may keep it in one layout and not another:
