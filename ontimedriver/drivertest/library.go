@@ -89,6 +89,7 @@ func libraryCases() []libCase {
 		{"TopicsWake", libTopicsWake},
 		{"TopicsRetry", libTopicsRetry},
 		{"TopicsTwoWorkers", libTopicsTwoWorkers},
+		{"TopicsLongHandler", libTopicsLongHandler},
 	}
 }
 

@@ -184,3 +184,38 @@ func libTopicsTwoWorkers(l *lib) {
 		}
 	}
 }
+
+// libTopicsLongHandler: a handler that runs past its lease several times
+// (the heartbeat extends it) on a topic served by HandleTopics, whose
+// runner parks while the handler runs: delivered once, and the topic's
+// next timer, due while the handler runs, is delivered on time.
+func libTopicsLongHandler(l *lib) {
+	topicIndexOf(l)
+	c := l.client(nil)
+	col := collect[string](l, func(ctx context.Context, m *ontime.Message[string], _ int) error {
+		if m.Body != "long" {
+			return nil
+		}
+		select {
+		case <-time.After(2500 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	l.start(c, nil, func(w *ontime.Worker) error {
+		return ontime.HandleTopics(w, "long-*", col.handle, &ontime.TopicOptions{Lease: time.Second, PollInterval: 200 * time.Millisecond})
+	})
+	id := l.publish(c, "long-a", "long")
+	_, due := l.publishDue(c, "long-a", ontime.Timer{ID: "next", Body: "next", Delay: 800 * time.Millisecond})
+	col.waitOf("next", 1, waitTimeout, "the topic's next timer while a long handler runs")
+	wantOnTime(l, "next", col.of("next")[0], due)
+	if late := col.of("next")[0].StoreNow.Sub(due); late > time.Second {
+		l.t.Errorf("the next timer was delivered %v late while a long handler ran", late)
+	}
+	l.waitEmpty(c, "long-a", waitTimeout+3*time.Second)
+	time.Sleep(1500 * time.Millisecond) // past another lease: no second delivery
+	if n := col.countOf(id); n != 1 {
+		l.t.Errorf("the long handler's timer was delivered %d times, want 1 (its lease was extended)", n)
+	}
+}
