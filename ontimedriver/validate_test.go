@@ -2,6 +2,8 @@ package ontimedriver
 
 import (
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -45,4 +47,43 @@ func TestValidatePattern(t *testing.T) {
 			t.Errorf("ValidatePattern(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
+}
+
+// MatchTopic agrees with a regular expression built from the pattern
+// ('*' → ".*", '?' → ".", everything else literal), on any input.
+func FuzzMatchTopic(f *testing.F) {
+	for _, s := range [][2]string{{"*", "a"}, {"tenant-*", "tenant-1"}, {"a*b*c", "ab1b1c1c"}, {"t?", "t12"}, {"**?", ""}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, topic string) {
+		var re strings.Builder
+		re.WriteString("^")
+		for _, r := range pattern {
+			switch r {
+			case '*':
+				re.WriteString("(?s:.*)")
+			case '?':
+				re.WriteString("(?s:.)")
+			default:
+				re.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		re.WriteString("$")
+		// Byte-wise like MatchTopic: compare on valid topics' alphabet
+		// (ASCII), where a rune is a byte.
+		for i := 0; i < len(pattern); i++ {
+			if pattern[i] >= 0x80 {
+				return
+			}
+		}
+		for i := 0; i < len(topic); i++ {
+			if topic[i] >= 0x80 {
+				return
+			}
+		}
+		want := regexp.MustCompile(re.String()).MatchString(topic)
+		if got := MatchTopic(pattern, topic); got != want {
+			t.Fatalf("MatchTopic(%q, %q) = %v, want %v", pattern, topic, got, want)
+		}
+	})
 }
