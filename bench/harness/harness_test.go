@@ -198,9 +198,7 @@ func TestRunSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	if _, err := startRedisProbe(); err != nil {
-		t.Skip(err)
-	}
+	requireRedis(t)
 	dir := t.TempDir()
 	var log bytes.Buffer
 	cfg := Config{
@@ -234,6 +232,15 @@ func TestRunSmall(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// requireRedis fails the test when no redis-server can be started (`make
+// deps` installs it): a run that needs it must not pass without it.
+func requireRedis(t *testing.T) {
+	t.Helper()
+	if _, err := startRedisProbe(); err != nil {
+		t.Fatalf("redis-server is needed (make deps installs it): %v", err)
 	}
 }
 

@@ -33,40 +33,36 @@ func status(ok bool) string {
 	return statusNotMet
 }
 
-func (r *Report) throughputOf(name string) *ThroughputResult {
-	for i := range r.Throughput {
-		if r.Throughput[i].System == name && r.Throughput[i].Err == "" && len(r.Throughput[i].Runs) > 0 {
-			return &r.Throughput[i]
+// first returns the first element of xs that keep accepts, or nil.
+func first[T any](xs []T, keep func(*T) bool) *T {
+	for i := range xs {
+		if keep(&xs[i]) {
+			return &xs[i]
 		}
 	}
 	return nil
+}
+
+// measuredThroughput returns a system's throughput result that has runs
+// and no error.
+func measuredThroughput(rs []ThroughputResult, name string) *ThroughputResult {
+	return first(rs, func(x *ThroughputResult) bool { return x.System == name && x.Err == "" && len(x.Runs) > 0 })
+}
+
+func (r *Report) throughputOf(name string) *ThroughputResult {
+	return measuredThroughput(r.Throughput, name)
 }
 
 func (r *Report) latenessOf(name string) *LatenessResult {
-	for i := range r.Lateness {
-		if r.Lateness[i].System == name && len(r.Lateness[i].Runs) > 0 {
-			return &r.Lateness[i]
-		}
-	}
-	return nil
+	return first(r.Lateness, func(x *LatenessResult) bool { return x.System == name && len(x.Runs) > 0 })
 }
 
 func (r *Report) idleOf(name string) *IdleResult {
-	for i := range r.Idle {
-		if r.Idle[i].System == name {
-			return &r.Idle[i]
-		}
-	}
-	return nil
+	return first(r.Idle, func(x *IdleResult) bool { return x.System == name })
 }
 
 func (r *Report) memoryOf(name string, body int) *MemoryResult {
-	for i := range r.Memory {
-		if r.Memory[i].System == name && r.Memory[i].BodySize == body && len(r.Memory[i].Runs) > 0 {
-			return &r.Memory[i]
-		}
-	}
-	return nil
+	return first(r.Memory, func(x *MemoryResult) bool { return x.System == name && x.BodySize == body && len(x.Runs) > 0 })
 }
 
 func isNaN(f F) bool { return math.IsNaN(float64(f)) }

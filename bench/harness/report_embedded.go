@@ -13,30 +13,15 @@ import (
 
 // embeddedOf returns a system's result in the embedded scenario.
 func (r *Report) embeddedOf(name string) *ThroughputResult {
-	for i := range r.Embedded {
-		if r.Embedded[i].System == name && r.Embedded[i].Err == "" && len(r.Embedded[i].Runs) > 0 {
-			return &r.Embedded[i]
-		}
-	}
-	return nil
+	return measuredThroughput(r.Embedded, name)
 }
 
 func (r *Report) publishOf(name string) *PublishResult {
-	for i := range r.Publish {
-		if r.Publish[i].System == name && len(r.Publish[i].Runs) > 0 {
-			return &r.Publish[i]
-		}
-	}
-	return nil
+	return first(r.Publish, func(x *PublishResult) bool { return x.System == name && len(x.Runs) > 0 })
 }
 
 func (r *Report) httpOf(store, build string) *HTTPResult {
-	for i := range r.HTTP {
-		if r.HTTP[i].Store == store && r.HTTP[i].Build == build && len(r.HTTP[i].Runs) > 0 {
-			return &r.HTTP[i]
-		}
-	}
-	return nil
+	return first(r.HTTP, func(x *HTTPResult) bool { return x.Store == store && x.Build == build && len(x.Runs) > 0 })
 }
 
 // embeddedTargets evaluates the targets of the embedded, publish and http

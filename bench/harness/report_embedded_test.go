@@ -76,9 +76,7 @@ func TestRunEmbeddedSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	if _, err := startRedisProbe(); err != nil {
-		t.Skip(err)
-	}
+	requireRedis(t)
 	dir := t.TempDir()
 	var log bytes.Buffer
 	cfg := Config{

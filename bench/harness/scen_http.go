@@ -63,7 +63,7 @@ func (b *bench) http(ctx context.Context) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	builds, err := b.httpBuilds(ctx, tmp)
+	builds, err := b.httpBuilds(ctx, tmp, true)
 	if err != nil {
 		b.errorf("http: %v", err)
 		return
@@ -117,11 +117,11 @@ func (b *bench) http(ctx context.Context) {
 }
 
 // httpBuilds builds the ontime binary of this tree (or takes
-// Config.OntimeBin) and, with Config.HTTPBaseline, the one at that git ref
+// Config.OntimeBin) and, when withBaseline and Config.HTTPBaseline are set, the one at that git ref
 // (extracted with git archive into tmp).
-func (b *bench) httpBuilds(ctx context.Context, tmp string) ([]httpBuild, error) {
+func (b *bench) httpBuilds(ctx context.Context, tmp string, withBaseline bool) ([]httpBuild, error) {
 	root, err := repoRoot()
-	if err != nil && (b.cfg.OntimeBin == "" || b.cfg.HTTPBaseline != "") {
+	if err != nil && (b.cfg.OntimeBin == "" || (withBaseline && b.cfg.HTTPBaseline != "")) {
 		return nil, err
 	}
 	cur := b.cfg.OntimeBin
@@ -133,7 +133,7 @@ func (b *bench) httpBuilds(ctx context.Context, tmp string) ([]httpBuild, error)
 		}
 	}
 	builds := []httpBuild{{name: "ontime", bin: cur}}
-	if ref := b.cfg.HTTPBaseline; ref != "" {
+	if ref := b.cfg.HTTPBaseline; ref != "" && withBaseline {
 		src := filepath.Join(tmp, "baseline-src")
 		if err := os.MkdirAll(src, 0o755); err != nil {
 			return nil, err

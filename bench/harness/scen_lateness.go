@@ -8,6 +8,30 @@ import (
 	"time"
 )
 
+// opened is a system opened for a scenario, with the scenario's result
+// for it.
+type opened[R any] struct {
+	spec sysSpec
+	sys  system
+	res  *R
+}
+
+// openSystems opens specs (one that fails is reported by b.open and left
+// out), each with a fresh result, and returns a func that closes them.
+func openSystems[R any](b *bench, specs []sysSpec, newRes func(sysSpec) *R) ([]*opened[R], func()) {
+	var all []*opened[R]
+	for _, spec := range specs {
+		if sys := b.open(spec); sys != nil {
+			all = append(all, &opened[R]{spec: spec, sys: sys, res: newRes(spec)})
+		}
+	}
+	return all, func() {
+		for _, s := range all {
+			s.sys.close()
+		}
+	}
+}
+
 // LatenessRun is one run of the lateness scenario for one system.
 type LatenessRun struct {
 	Summary LatencySummary `json:"summary"`
@@ -33,22 +57,8 @@ func (b *bench) lateness(ctx context.Context, specs []sysSpec) {
 	n := int(float64(cfg.Rate) * cfg.LatenessFor.Seconds())
 	b.logf("== lateness: R=%d/s for %s (%d timers), delay %s..%s, W=%d, %d runs",
 		cfg.Rate, cfg.LatenessFor, n, cfg.DelayMin, cfg.DelayMax, cfg.W, cfg.Runs)
-	type st struct {
-		spec sysSpec
-		sys  system
-		res  *LatenessResult
-	}
-	var all []*st
-	for _, spec := range specs {
-		if sys := b.open(spec); sys != nil {
-			all = append(all, &st{spec: spec, sys: sys, res: &LatenessResult{System: spec.Name}})
-		}
-	}
-	defer func() {
-		for _, s := range all {
-			s.sys.close()
-		}
-	}()
+	all, closeAll := openSystems(b, specs, func(spec sysSpec) *LatenessResult { return &LatenessResult{System: spec.Name} })
+	defer closeAll()
 	for run := range cfg.Runs {
 		for _, s := range all {
 			if s.res.Err != "" || ctx.Err() != nil {

@@ -67,7 +67,7 @@ func (b *bench) manyTopics(ctx context.Context) {
 		return
 	}
 	defer os.RemoveAll(tmp)
-	builds, err := b.httpBuilds(ctx, tmp)
+	builds, err := b.httpBuilds(ctx, tmp, false)
 	if err != nil {
 		b.errorf("manytopics: %v", err)
 		return

@@ -41,22 +41,8 @@ type PublishResult struct {
 func (b *bench) publishScenario(ctx context.Context, specs []sysSpec) {
 	cfg := b.cfg
 	b.logf("== publish: %s per measurement, callers %v, body %d B, %d runs", cfg.PublishFor, PublishCallers, cfg.BodySize, cfg.Runs)
-	type st struct {
-		spec sysSpec
-		sys  system
-		res  *PublishResult
-	}
-	var all []*st
-	for _, spec := range specs {
-		if sys := b.open(spec); sys != nil {
-			all = append(all, &st{spec: spec, sys: sys, res: &PublishResult{System: spec.Name}})
-		}
-	}
-	defer func() {
-		for _, s := range all {
-			s.sys.close()
-		}
-	}()
+	all, closeAll := openSystems(b, specs, func(spec sysSpec) *PublishResult { return &PublishResult{System: spec.Name} })
+	defer closeAll()
 	for run := range cfg.Runs {
 		for _, s := range all {
 			if s.res.Err != "" || ctx.Err() != nil {

@@ -93,6 +93,12 @@ func quietSlog() *slog.Logger {
 }
 
 func (s *riverSystem) publish(ctx context.Context, queue string, ts []timer, batch int) error {
+	return riverPublish(ctx, s.ins, queue, ts, batch)
+}
+
+// riverPublish publishes ts with River's client (PostgreSQL or SQLite):
+// Insert one by one, or InsertMany in batches of batch.
+func riverPublish[TTx any](ctx context.Context, ins *river.Client[TTx], queue string, ts []timer, batch int) error {
 	opts := func(t timer) *river.InsertOpts {
 		o := &river.InsertOpts{Queue: queue}
 		if !t.due.IsZero() {
@@ -102,7 +108,7 @@ func (s *riverSystem) publish(ctx context.Context, queue string, ts []timer, bat
 	}
 	if batch <= 1 {
 		for _, t := range ts {
-			if _, err := s.ins.Insert(ctx, benchArgs{B: t.body}, opts(t)); err != nil {
+			if _, err := ins.Insert(ctx, benchArgs{B: t.body}, opts(t)); err != nil {
 				return err
 			}
 		}
@@ -114,7 +120,7 @@ func (s *riverSystem) publish(ctx context.Context, queue string, ts []timer, bat
 		for _, t := range ts[lo:min(lo+batch, len(ts))] {
 			params = append(params, river.InsertManyParams{Args: benchArgs{B: t.body}, InsertOpts: opts(t)})
 		}
-		if _, err := s.ins.InsertMany(ctx, params); err != nil {
+		if _, err := ins.InsertMany(ctx, params); err != nil {
 			return err
 		}
 	}

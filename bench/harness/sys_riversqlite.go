@@ -91,32 +91,7 @@ func (s *riverSQLiteSystem) openDB(ctx context.Context) error {
 }
 
 func (s *riverSQLiteSystem) publish(ctx context.Context, queue string, ts []timer, batch int) error {
-	opts := func(t timer) *river.InsertOpts {
-		o := &river.InsertOpts{Queue: queue}
-		if !t.due.IsZero() {
-			o.ScheduledAt = t.due
-		}
-		return o
-	}
-	if batch <= 1 {
-		for _, t := range ts {
-			if _, err := s.ins.Insert(ctx, benchArgs{B: t.body}, opts(t)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	params := make([]river.InsertManyParams, 0, batch)
-	for lo := 0; lo < len(ts); lo += batch {
-		params = params[:0]
-		for _, t := range ts[lo:min(lo+batch, len(ts))] {
-			params = append(params, river.InsertManyParams{Args: benchArgs{B: t.body}, InsertOpts: opts(t)})
-		}
-		if _, err := s.ins.InsertMany(ctx, params); err != nil {
-			return err
-		}
-	}
-	return nil
+	return riverPublish(ctx, s.ins, queue, ts, batch)
 }
 
 func (s *riverSQLiteSystem) work(ctx context.Context, queue string, w int, h func([]byte)) (func(context.Context), error) {
