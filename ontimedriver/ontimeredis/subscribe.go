@@ -21,21 +21,105 @@ import (
 type hub struct {
 	d *Driver
 
-	mu        sync.Mutex
-	ps        *redis.PubSub
-	listeners map[string]map[*listener]struct{} // channel → listeners
-	confirm   map[string]chan struct{}          // channel → closed when subscribed
-	// pending counts SUBSCRIBE commands per channel whose reply has not
-	// come yet: a reply to an earlier subscription (since cancelled) must
-	// not confirm a new one.
+	mu     sync.Mutex
+	ps     *redis.PubSub
+	chans  subs[*listener]  // SUBSCRIBE, by channel
+	pats   subs[*plistener] // PSUBSCRIBE, by Redis pattern
+	stop   chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+// subs is the bookkeeping of one kind of subscription (SUBSCRIBE by
+// channel name, PSUBSCRIBE by pattern), guarded by the hub's lock.
+type subs[L comparable] struct {
+	listeners map[string]map[L]struct{} // name → listeners
+	confirm   map[string]chan struct{}  // name → closed when subscribed
+	// pending counts the commands per name whose reply has not come yet: a
+	// reply to an earlier subscription (since cancelled) must not confirm
+	// a new one.
 	pending map[string]int
-	// The same for PSUBSCRIBE, by Redis pattern.
-	plisteners map[string]map[*plistener]struct{}
-	pconfirm   map[string]chan struct{}
-	ppending   map[string]int
-	stop       chan struct{}
-	done       chan struct{}
-	closed     bool
+}
+
+func newSubs[L comparable]() subs[L] {
+	return subs[L]{listeners: map[string]map[L]struct{}{}, confirm: map[string]chan struct{}{}, pending: map[string]int{}}
+}
+
+// add registers l under name. The first listener of a name sends the
+// command (SUBSCRIBE or PSUBSCRIBE); a failed command registers nothing.
+// It returns the channel closed when Redis has confirmed the name.
+func (s *subs[L]) add(name string, l L, command func() error) (chan struct{}, error) {
+	if set, ok := s.listeners[name]; ok {
+		set[l] = struct{}{}
+		return s.confirm[name], nil
+	}
+	wait := make(chan struct{})
+	s.listeners[name] = map[L]struct{}{l: {}}
+	s.confirm[name] = wait
+	s.pending[name]++
+	if err := command(); err != nil {
+		s.pending[name]--
+		delete(s.listeners, name)
+		delete(s.confirm, name)
+		return nil, err
+	}
+	return wait, nil
+}
+
+// remove drops l. It reports true when l was the name's last listener and
+// the hub is open: the name is forgotten, and the caller unsubscribes it.
+func (s *subs[L]) remove(name string, l L, closed bool) bool {
+	set := s.listeners[name]
+	delete(set, l)
+	if len(set) > 0 || closed {
+		return false
+	}
+	delete(s.listeners, name)
+	delete(s.confirm, name)
+	return true
+}
+
+// ready reports whether name's current subscription is confirmed (or the
+// name is not subscribed): a message that comes before the confirmation
+// was published for an earlier, cancelled subscription.
+func (s *subs[L]) ready(name string) bool {
+	c, ok := s.confirm[name]
+	if !ok {
+		return true
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// confirmed handles Redis's reply to a command for name: once every such
+// command sent has its reply, the subscription is confirmed.
+func (s *subs[L]) confirmed(name string) {
+	if s.pending[name] > 0 {
+		s.pending[name]--
+	}
+	if c, ok := s.confirm[name]; ok && s.pending[name] == 0 {
+		closeOnce(c)
+	}
+}
+
+// reset forgets unanswered commands and lets every waiting subscriber go.
+func (s *subs[L]) reset() {
+	clear(s.pending)
+	for _, c := range s.confirm {
+		closeOnce(c)
+	}
+}
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }
 
 type listener struct {
@@ -62,12 +146,8 @@ const topicWakeBuffer = 64
 
 func (h *hub) init(d *Driver) {
 	h.d = d
-	h.listeners = map[string]map[*listener]struct{}{}
-	h.confirm = map[string]chan struct{}{}
-	h.pending = map[string]int{}
-	h.plisteners = map[string]map[*plistener]struct{}{}
-	h.pconfirm = map[string]chan struct{}{}
-	h.ppending = map[string]int{}
+	h.chans = newSubs[*listener]()
+	h.pats = newSubs[*plistener]()
 	h.stop = make(chan struct{})
 	h.done = make(chan struct{})
 }
@@ -92,26 +172,11 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 		go h.read(h.ps)
 	}
 	l := &listener{ch: make(chan time.Time, 1)}
-	set, ok := h.listeners[channel]
-	var wait chan struct{}
-	if !ok {
-		set = map[*listener]struct{}{}
-		h.listeners[channel] = set
-		wait = make(chan struct{})
-		h.confirm[channel] = wait
-		h.pending[channel]++
-		if err := h.ps.Subscribe(ctx, channel); err != nil {
-			h.pending[channel]--
-			delete(h.listeners, channel)
-			delete(h.confirm, channel)
-			h.mu.Unlock()
-			return nil, nil, fmt.Errorf("ontimeredis: subscribe: %w", err)
-		}
-	} else {
-		wait = h.confirm[channel]
-	}
-	set[l] = struct{}{}
+	wait, err := h.chans.add(channel, l, func() error { return h.ps.Subscribe(ctx, channel) })
 	h.mu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("ontimeredis: subscribe: %w", err)
+	}
 
 	cancel := func() { h.unsubscribe(channel, l) }
 	if err := awaitConfirm(ctx, wait, cancel, "subscribe"); err != nil {
@@ -133,26 +198,11 @@ func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, aft
 		go h.read(h.ps)
 	}
 	l := &plistener{ch: make(chan ontimedriver.TopicWake, topicWakeBuffer), topicPattern: topicPattern, before: before, after: after}
-	set, ok := h.plisteners[pattern]
-	var wait chan struct{}
-	if !ok {
-		set = map[*plistener]struct{}{}
-		h.plisteners[pattern] = set
-		wait = make(chan struct{})
-		h.pconfirm[pattern] = wait
-		h.ppending[pattern]++
-		if err := h.ps.PSubscribe(ctx, pattern); err != nil {
-			h.ppending[pattern]--
-			delete(h.plisteners, pattern)
-			delete(h.pconfirm, pattern)
-			h.mu.Unlock()
-			return nil, nil, fmt.Errorf("ontimeredis: psubscribe: %w", err)
-		}
-	} else {
-		wait = h.pconfirm[pattern]
-	}
-	set[l] = struct{}{}
+	wait, err := h.pats.add(pattern, l, func() error { return h.ps.PSubscribe(ctx, pattern) })
 	h.mu.Unlock()
+	if err != nil {
+		return nil, nil, fmt.Errorf("ontimeredis: psubscribe: %w", err)
+	}
 
 	cancel := func() { h.punsubscribe(pattern, l) }
 	if err := awaitConfirm(ctx, wait, cancel, "psubscribe"); err != nil {
@@ -165,11 +215,7 @@ func (h *hub) punsubscribe(pattern string, l *plistener) {
 	l.once.Do(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		set := h.plisteners[pattern]
-		delete(set, l)
-		if len(set) == 0 && !h.closed {
-			delete(h.plisteners, pattern)
-			delete(h.pconfirm, pattern)
+		if h.pats.remove(pattern, l, h.closed) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = h.ps.PUnsubscribe(ctx, pattern)
@@ -181,11 +227,7 @@ func (h *hub) unsubscribe(channel string, l *listener) {
 	l.once.Do(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		set := h.listeners[channel]
-		delete(set, l)
-		if len(set) == 0 && !h.closed {
-			delete(h.listeners, channel)
-			delete(h.confirm, channel)
+		if h.chans.remove(channel, l, h.closed) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = h.ps.Unsubscribe(ctx, channel)
@@ -232,9 +274,13 @@ func (h *hub) read(ps *redis.PubSub) {
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe":
-				h.confirmed(h.pending, h.confirm, m.Channel)
+				h.mu.Lock()
+				h.chans.confirmed(m.Channel)
+				h.mu.Unlock()
 			case "psubscribe":
-				h.confirmed(h.ppending, h.pconfirm, m.Channel)
+				h.mu.Lock()
+				h.pats.confirmed(m.Channel)
+				h.mu.Unlock()
 			}
 		case *redis.Message:
 			var at time.Time
@@ -250,38 +296,16 @@ func (h *hub) read(ps *redis.PubSub) {
 	}
 }
 
-// confirmed handles Redis's reply to a SUBSCRIBE (or PSUBSCRIBE) of name:
-// once every such command sent has its reply, the subscription is
-// confirmed.
-func (h *hub) confirmed(pending map[string]int, confirm map[string]chan struct{}, name string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if pending[name] > 0 {
-		pending[name]--
-	}
-	if c, ok := confirm[name]; ok && pending[name] == 0 {
-		select {
-		case <-c:
-		default:
-			close(c)
-		}
-	}
-}
-
 // pnotify delivers a message that matched a Redis pattern to its
 // listeners, with the topic read from the channel, under the same rule as
 // notify.
 func (h *hub) pnotify(pattern, channel string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c, ok := h.pconfirm[pattern]; ok {
-		select {
-		case <-c:
-		default:
-			return
-		}
+	if !h.pats.ready(pattern) {
+		return
 	}
-	for l := range h.plisteners[pattern] {
+	for l := range h.pats.listeners[pattern] {
 		topic, ok := strings.CutPrefix(channel, l.before)
 		if ok {
 			topic, ok = strings.CutSuffix(topic, l.after)
@@ -299,14 +323,10 @@ func (h *hub) pnotify(pattern, channel string, at time.Time) {
 func (h *hub) notify(channel string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c, ok := h.confirm[channel]; ok {
-		select {
-		case <-c:
-		default:
-			return
-		}
+	if !h.chans.ready(channel) {
+		return
 	}
-	for l := range h.listeners[channel] {
+	for l := range h.chans.listeners[channel] {
 		send(l.ch, at)
 	}
 }
@@ -317,37 +337,19 @@ func (h *hub) notify(channel string, at time.Time) {
 func (h *hub) resetPending() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.pending {
-		delete(h.pending, ch)
-	}
-	for _, c := range h.confirm {
-		select {
-		case <-c:
-		default:
-			close(c)
-		}
-	}
-	for p := range h.ppending {
-		delete(h.ppending, p)
-	}
-	for _, c := range h.pconfirm {
-		select {
-		case <-c:
-		default:
-			close(c)
-		}
-	}
+	h.chans.reset()
+	h.pats.reset()
 }
 
 func (h *hub) broadcast(at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, set := range h.listeners {
+	for _, set := range h.chans.listeners {
 		for l := range set {
 			send(l.ch, at)
 		}
 	}
-	for _, set := range h.plisteners {
+	for _, set := range h.pats.listeners {
 		for l := range set {
 			l.send(ontimedriver.TopicWake{Due: at})
 		}
