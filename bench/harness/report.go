@@ -304,27 +304,32 @@ func spliceGenerated(old, gen string) string {
 	return old[:i] + block + strings.TrimPrefix(old[j+len(endMarker):], "\n")
 }
 
+// e2eChart draws, per system, its end-to-end rate and its fire+ack rate.
+func e2eChart(title string, results []ThroughputResult) []byte {
+	var bars []bar
+	for _, t := range results {
+		col := colorFor(t.System)
+		light := lighten(col)
+		fireAck := nan
+		if len(t.Median.Drain) > 0 {
+			fireAck = t.Median.Drain[0]
+		}
+		bars = append(bars,
+			bar{label: t.System, value: float64(t.Median.E2E), note: "e2e", color: &col, gap: len(bars) > 0},
+			bar{value: float64(fireAck), note: "fire+ack", color: &light})
+	}
+	return barChart(title, "timers/s", bars, []legendItem{
+		{"solid: end to end (publish N due now -> fire -> ack)", colText},
+		{"light: fire+ack (N published before the workers start)", lighten(colText)},
+	})
+}
+
 // renderCharts returns the PNG charts by file name.
 func renderCharts(r *Report) map[string][]byte {
 	out := map[string][]byte{}
 	if len(r.Throughput) > 0 {
+		out["throughput.png"] = e2eChart("Throughput per system (timers/s, median of runs)", r.Throughput)
 		var bars []bar
-		for _, t := range r.Throughput {
-			col := colorFor(t.System)
-			light := lighten(col)
-			fireAck := nan
-			if len(t.Median.Drain) > 0 {
-				fireAck = t.Median.Drain[0]
-			}
-			bars = append(bars,
-				bar{label: t.System, value: float64(t.Median.E2E), note: "e2e", color: &col, gap: len(bars) > 0},
-				bar{value: float64(fireAck), note: "fire+ack", color: &light})
-		}
-		out["throughput.png"] = barChart("Throughput per system (timers/s, median of runs)", "timers/s", bars, []legendItem{
-			{"solid: end to end (publish N due now -> fire -> ack)", colText},
-			{"light: fire+ack (N published before the workers start)", lighten(colText)},
-		})
-		bars = nil
 		if r.Raw != nil && !isNaN(r.Raw.Median) {
 			bars = append(bars, bar{label: "redis-benchmark", value: float64(r.Raw.Median), note: "ZADD/s"})
 		}

@@ -212,22 +212,7 @@ func embeddedMarkdown(r *Report, chartPrefix string, charts map[string][]byte) s
 // embeddedCharts draws the charts of the embedded and publish scenarios.
 func embeddedCharts(r *Report, out map[string][]byte) {
 	if len(r.Embedded) > 0 {
-		var bars []bar
-		for _, t := range r.Embedded {
-			col := colorFor(t.System)
-			light := lighten(col)
-			fireAck := nan
-			if len(t.Median.Drain) > 0 {
-				fireAck = t.Median.Drain[0]
-			}
-			bars = append(bars,
-				bar{label: t.System, value: float64(t.Median.E2E), note: "e2e", color: &col, gap: len(bars) > 0},
-				bar{value: float64(fireAck), note: "fire+ack", color: &light})
-		}
-		out["embedded.png"] = barChart("Embedded stores, fsync on (timers/s, median of runs)", "timers/s", bars, []legendItem{
-			{"solid: end to end (publish N due now -> fire -> ack)", colText},
-			{"light: fire+ack (N published before the workers start)", lighten(colText)},
-		})
+		out["embedded.png"] = e2eChart("Embedded stores, fsync on (timers/s, median of runs)", r.Embedded)
 	}
 	if len(r.Publish) > 0 {
 		var bars []bar

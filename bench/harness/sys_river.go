@@ -128,22 +128,31 @@ func riverPublish[TTx any](ctx context.Context, ins *river.Client[TTx], queue st
 }
 
 func (s *riverSystem) work(ctx context.Context, queue string, w int, h func([]byte)) (func(context.Context), error) {
+	newClient := func(c *river.Config) (*river.Client[pgx.Tx], error) {
+		return river.NewClient(riverpgxv5.New(s.pool), c)
+	}
+	return riverWork(ctx, newClient, queue, w, s.tuned, s.cfg, h)
+}
+
+// riverWork starts River workers (PostgreSQL or SQLite: newClient makes
+// the client) for queue with MaxWorkers w; tuned applies the harness's
+// fetch settings. It returns the stop func.
+func riverWork[TTx any](ctx context.Context, newClient func(*river.Config) (*river.Client[TTx], error), queue string, w int, tuned bool, hc Config, h func([]byte)) (func(context.Context), error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[benchArgs]) error {
 		h(j.Args.B)
 		return nil
 	}))
-	qc := river.QueueConfig{MaxWorkers: w}
 	cfg := &river.Config{
-		Queues:  map[string]river.QueueConfig{queue: qc},
+		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: w}},
 		Workers: workers,
 		Logger:  quietSlog(),
 	}
-	if s.tuned {
-		cfg.FetchCooldown = s.cfg.RiverFetchCooldown
-		cfg.FetchPollInterval = s.cfg.RiverFetchPoll
+	if tuned {
+		cfg.FetchCooldown = hc.RiverFetchCooldown
+		cfg.FetchPollInterval = hc.RiverFetchPoll
 	}
-	c, err := river.NewClient(riverpgxv5.New(s.pool), cfg)
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}

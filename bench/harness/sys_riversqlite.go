@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -95,32 +94,10 @@ func (s *riverSQLiteSystem) publish(ctx context.Context, queue string, ts []time
 }
 
 func (s *riverSQLiteSystem) work(ctx context.Context, queue string, w int, h func([]byte)) (func(context.Context), error) {
-	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(_ context.Context, j *river.Job[benchArgs]) error {
-		h(j.Args.B)
-		return nil
-	}))
-	cfg := &river.Config{
-		Queues:  map[string]river.QueueConfig{queue: {MaxWorkers: w}},
-		Workers: workers,
-		Logger:  quietSlog(),
+	newClient := func(c *river.Config) (*river.Client[*sql.Tx], error) {
+		return river.NewClient(riversqlite.New(s.db), c)
 	}
-	if s.tuned {
-		cfg.FetchCooldown = s.cfg.RiverFetchCooldown
-		cfg.FetchPollInterval = s.cfg.RiverFetchPoll
-	}
-	c, err := river.NewClient(riversqlite.New(s.db), cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = c.Stop(sctx)
-	}, nil
+	return riverWork(ctx, newClient, queue, w, s.tuned, s.cfg, h)
 }
 
 func (s *riverSQLiteSystem) pending(ctx context.Context, queue string) (int64, error) {
