@@ -161,15 +161,24 @@ func (d *Driver) Subscribe(ctx context.Context, topic string) (<-chan time.Time,
 	return d.hub.subscribe(ctx, d.keys(topic).wake)
 }
 
-func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
+// lockOpen takes the hub's lock and opens its pub/sub connection if it has
+// none; it fails (without the lock) when the hub is closed.
+func (h *hub) lockOpen(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, nil, errClosed
+		return errClosed
 	}
 	if h.ps == nil {
 		h.ps = h.d.rdb.Subscribe(context.WithoutCancel(ctx))
 		go h.read(h.ps)
+	}
+	return nil
+}
+
+func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
+	if err := h.lockOpen(ctx); err != nil {
+		return nil, nil, err
 	}
 	l := &listener{ch: make(chan time.Time, 1)}
 	wait, err := h.chans.add(channel, l, func() error { return h.ps.Subscribe(ctx, channel) })
@@ -188,14 +197,8 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 // psubscribe subscribes to the wake channels that match the Redis pattern
 // (before + topicPattern + after, before escaped), like subscribe.
 func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, after string) (<-chan ontimedriver.TopicWake, func(), error) {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, nil, errClosed
-	}
-	if h.ps == nil {
-		h.ps = h.d.rdb.Subscribe(context.WithoutCancel(ctx))
-		go h.read(h.ps)
+	if err := h.lockOpen(ctx); err != nil {
+		return nil, nil, err
 	}
 	l := &plistener{ch: make(chan ontimedriver.TopicWake, topicWakeBuffer), topicPattern: topicPattern, before: before, after: after}
 	wait, err := h.pats.add(pattern, l, func() error { return h.ps.PSubscribe(ctx, pattern) })
