@@ -31,10 +31,11 @@ import (
 // not by a pattern; a topic that matches several patterns is served by the
 // one registered first.
 //
-// The store must keep the topic index: the Redis driver's native layout
-// and the embedded store do; the faststream-compatible Redis layout does
-// not (Python writes its keys without it), and HandleTopics then returns
-// an error wrapping ErrInvalid. HandleTopics must be called before the
+// The store must keep the topic index: the embedded store and the Redis
+// driver's native layout on one node do, and on a Redis Cluster with
+// ontimeredis.Options.ClusterTopicIndex; the faststream-compatible Redis
+// layout does not (Python writes its keys without it). Otherwise
+// HandleTopics returns an error wrapping ErrInvalid. HandleTopics must be called before the
 // Worker runs.
 func HandleTopics[T any](r Registrar, pattern string, h HandlerFunc[T], opts *TopicOptions) error {
 	if h == nil {
@@ -51,7 +52,7 @@ func (w *Worker) registerPattern(pattern string, h rawHandler, opts *TopicOption
 	}
 	idx, ok := w.client.orig.(ontimedriver.TopicIndex)
 	if !ok || !idx.TopicIndexed() {
-		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot: serve its topics with Handle)", full)
+		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot, so serve its topics with Handle; on a Redis Cluster set ontimeredis.Options.ClusterTopicIndex)", full)
 	}
 	o, err := w.topicOptions(full, opts)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestConformanceCluster(t *testing.T) {
 	}
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t testing.TB) ontimedriver.Driver {
-			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true})
 		},
 		NewPeer: func(t testing.TB, d ontimedriver.Driver) ontimedriver.Driver {
 			mu.Lock()

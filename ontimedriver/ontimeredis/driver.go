@@ -75,8 +75,10 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 		d.idx = idxNone
 	case isSingle(rdb):
 		d.idx = idxScripts
-	default:
+	case o.ClusterTopicIndex:
 		d.idx = idxHints
+	default:
+		d.idx = idxNone
 	}
 	d.hub.init(d)
 	return d, nil

@@ -105,12 +105,16 @@ func (d *Driver) writeHints(ctx context.Context, quads []any) error {
 }
 
 func (d *Driver) noIndex(what string) error {
-	return fmt.Errorf("ontimeredis: %s: the compatible layout keeps no topic index (faststream-redis-timers writes its keys without one): %w", what, ontimedriver.ErrNoTopicIndex)
+	if d.compat {
+		return fmt.Errorf("ontimeredis: %s: the compatible layout keeps no topic index (faststream-redis-timers writes its keys without one): %w", what, ontimedriver.ErrNoTopicIndex)
+	}
+	return fmt.Errorf("ontimeredis: %s: no topic index on a Redis Cluster unless Options.ClusterTopicIndex is set: %w", what, ontimedriver.ErrNoTopicIndex)
 }
 
 // TopicIndexed reports whether the driver keeps the topic index: true in
-// the native layout, false in the compatible one (the Python library
-// writes its keys without it). See ontimedriver.TopicIndex.
+// the native layout on a single node, and on a Cluster with
+// Options.ClusterTopicIndex; false in the compatible layout (the Python
+// library writes its keys without it). See ontimedriver.TopicIndex.
 func (d *Driver) TopicIndexed() bool { return d.idx != idxNone }
 
 // NeedsIndexRepair reports whether the topic index is kept by hints

@@ -109,7 +109,18 @@ func TestIndexCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
 	rdb := cluster.NewClient(t)
-	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	plain, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plain.Close() })
+	if plain.TopicIndexed() {
+		t.Error("TopicIndexed on a Redis Cluster without ClusterTopicIndex: it would cost a round trip per call")
+	}
+	if _, err := plain.DueTopics(t.Context(), "*", 0, 1); !errors.Is(err, ontimedriver.ErrNoTopicIndex) || !strings.Contains(err.Error(), "ClusterTopicIndex") {
+		t.Errorf("DueTopics without ClusterTopicIndex: %v, want ErrNoTopicIndex naming the option", err)
+	}
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true})
 	if err != nil {
 		t.Fatal(err)
 	}
