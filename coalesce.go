@@ -3,8 +3,8 @@ package ontime
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
@@ -13,11 +13,14 @@ import (
 // (and mode) into one store call while a call for that topic is under way.
 // There is no linger: a caller that finds no call under way makes its own
 // at once, alone, with its own context, exactly as an uncoalesced Publish
-// would. Callers that arrive meanwhile queue; when the call ends, the first
-// of them makes one call for every queued timer (up to BatchChunkSize, no
-// id twice) and hands each caller its own result. So a lone caller pays
+// would. Callers that arrive meanwhile queue; when the call ends, a flusher
+// goroutine makes one call for every queued timer (up to BatchChunkSize,
+// no id twice), hands each caller its own result, and goes on with the
+// next queued batch until the queue is empty. So a lone caller pays
 // nothing, and under load the store sees one round trip (one script, one
-// transaction) per batch instead of per timer.
+// transaction) per batch instead of per timer, made by one goroutine that
+// stays awake while the topic is busy: no hand-off between callers and no
+// per-call goroutine between batches.
 type publishCoalescer struct {
 	mu    sync.Mutex
 	lanes map[laneKey]*lane
@@ -28,28 +31,25 @@ type laneKey struct {
 	mode  ontimedriver.ScheduleMode
 }
 
-// lane is one topic's (and mode's) queue. inflight counts its store calls
-// under way; at laneCalls, callers queue until one ends.
+// lane is one topic's (and mode's) queue. busy is set while a store call
+// of the lane is under way (a lone caller's or the flusher's); one call at
+// a time merges the most (2 and 4 calls under way measured no better, bench
+// publish scenario, both stores, on the 2-core reference machine).
 type lane struct {
-	inflight int
-	queue    []*pendingPublish
+	busy  bool
+	queue []*pendingPublish
 }
 
-// laneCalls is how many store calls of one lane may be under way at once.
-// One merges the most; 2 and 4 measured no better (bench publish
-// scenario, both stores) on the 2-core reference machine.
-const laneCalls = 1
-
-// pendingPublish is one caller's timer. The lane's lock guards taken and
-// the queue; res and err are written before done is closed.
+// pendingPublish is one caller's timer. The coalescer's lock guards taken
+// and the queue; res, err and panicked are written before done is closed.
 type pendingPublish struct {
-	ctx   context.Context
-	nt    ontimedriver.NewTimer
-	taken bool // in a batch under way (no longer in the queue)
-	lead  chan []*pendingPublish
-	done  chan struct{}
-	res   ontimedriver.ScheduleResult
-	err   error
+	ctx      context.Context
+	nt       ontimedriver.NewTimer
+	taken    bool // in a batch under way (no longer in the queue)
+	done     chan struct{}
+	res      ontimedriver.ScheduleResult
+	err      error
+	panicked any // the driver panicked in the call that carried this timer first
 }
 
 // schedule writes nt to topic through drv, sharing a store call with the
@@ -59,10 +59,11 @@ type pendingPublish struct {
 // A caller whose ctx ends while its timer waits in the queue gets
 // ctx.Err() and the timer is not written; one whose ctx ends while its
 // timer is in a store call gets ctx.Err() at once, and the timer may have
-// been written (as with a store call cut short).
+// been written (as with a store call cut short). A shared call itself is
+// not cut short by its callers' contexts: it ends by the store client's own
+// timeouts, and its results are dropped for callers that have gone.
 func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Driver, topic string, nt ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) (ontimedriver.ScheduleResult, error) {
 	key := laneKey{topic, mode}
-	p := &pendingPublish{ctx: ctx, nt: nt}
 	pc.mu.Lock()
 	if pc.lanes == nil {
 		pc.lanes = map[laneKey]*lane{}
@@ -72,26 +73,21 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 		l = &lane{}
 		pc.lanes[key] = l
 	}
-	if l.inflight < laneCalls {
-		// Room for a call: call at once, alone, with the caller's own
+	if !l.busy {
+		// No call under way: call at once, alone, with the caller's own
 		// context.
-		l.inflight++
+		l.busy = true
 		pc.mu.Unlock()
-		defer pc.next(key, l) // also when the driver panics
+		defer pc.next(key, l, drv) // also when the driver panics
 		return scheduleOne(ctx, drv, topic, nt, mode)
 	}
-	p.lead = make(chan []*pendingPublish, 1)
-	p.done = make(chan struct{})
+	p := &pendingPublish{ctx: ctx, nt: nt, done: make(chan struct{})}
 	l.queue = append(l.queue, p)
 	pc.mu.Unlock()
 
 	select {
-	case batch := <-p.lead:
-		defer pc.next(key, l)
-		pc.run(drv, topic, mode, batch)
-		return p.res, p.err
 	case <-p.done:
-		return p.res, p.err
+		return p.result()
 	case <-ctx.Done():
 		pc.mu.Lock()
 		if !p.taken {
@@ -105,84 +101,112 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 			return ontimedriver.ScheduleResult{}, ctx.Err()
 		}
 		pc.mu.Unlock()
-		// In a batch already: the batch's leader may be this caller.
 		select {
-		case batch := <-p.lead:
-			defer pc.next(key, l)
-			pc.run(drv, topic, mode, batch)
-			return p.res, p.err
+		case <-p.done:
+			return p.result()
 		default:
 			return ontimedriver.ScheduleResult{}, ctx.Err()
 		}
 	}
 }
 
-// next ends a store call of l: the lane goes idle, or the first queued
-// caller is handed the next batch to write.
-func (pc *publishCoalescer) next(key laneKey, l *lane) {
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if len(l.queue) == 0 {
-		l.inflight--
-		if l.inflight == 0 {
-			delete(pc.lanes, key)
-		}
-		return
+func (p *pendingPublish) result() (ontimedriver.ScheduleResult, error) {
+	if p.panicked != nil {
+		panic(p.panicked)
 	}
-	// Take up to BatchChunkSize timers in queue order, no id twice (a
-	// second publish of an id waits for the next batch, so the store sees
-	// them in order).
+	return p.res, p.err
+}
+
+// next ends a lone caller's store call of l: the lane goes idle, or a
+// flusher starts on the queued timers.
+func (pc *publishCoalescer) next(key laneKey, l *lane, drv ontimedriver.Driver) {
+	pc.mu.Lock()
+	batch := pc.take(key, l)
+	pc.mu.Unlock()
+	if batch != nil {
+		go pc.flush(key, l, drv, batch)
+	}
+}
+
+// flush writes l's queued timers, batch after batch, until the queue is
+// empty; then the lane is idle.
+func (pc *publishCoalescer) flush(key laneKey, l *lane, drv ontimedriver.Driver, batch []*pendingPublish) {
+	for batch != nil {
+		pc.run(drv, key.topic, key.mode, batch)
+		if len(batch) > 1 {
+			runtime.Gosched()
+		}
+		pc.mu.Lock()
+		batch = pc.take(key, l)
+		pc.mu.Unlock()
+	}
+}
+
+// take takes the next batch of l's queue: up to BatchChunkSize timers in
+// queue order, no id twice (a second publish of an id waits for the next
+// batch, so the store sees them in order). A timer whose caller has gone is
+// dropped, unwritten, with its context's error. With nothing left, the
+// lane goes idle and take returns nil. The caller holds pc.mu.
+func (pc *publishCoalescer) take(key laneKey, l *lane) []*pendingPublish {
 	var batch []*pendingPublish
+	var ids map[string]struct{}
 	rest := l.queue[:0]
-	ids := make(map[string]struct{}, min(len(l.queue), BatchChunkSize))
 	for _, q := range l.queue {
-		if _, dup := ids[q.nt.ID]; dup || len(batch) == BatchChunkSize {
+		if err := q.ctx.Err(); err != nil {
+			q.taken, q.err = true, err
+			close(q.done)
+			continue
+		}
+		if len(batch) == BatchChunkSize {
 			rest = append(rest, q)
 			continue
 		}
-		ids[q.nt.ID] = struct{}{}
+		if len(batch) == 1 && ids == nil {
+			// A second timer: from here on, ids are checked.
+			ids = make(map[string]struct{}, min(len(l.queue), BatchChunkSize))
+			ids[batch[0].nt.ID] = struct{}{}
+		}
+		if ids != nil {
+			if _, dup := ids[q.nt.ID]; dup {
+				rest = append(rest, q)
+				continue
+			}
+			ids[q.nt.ID] = struct{}{}
+		}
 		q.taken = true
 		batch = append(batch, q)
 	}
 	clear(l.queue[len(rest):])
 	l.queue = rest
-	batch[0].lead <- batch
+	if batch == nil {
+		l.busy = false
+		delete(pc.lanes, key)
+	}
+	return batch
 }
 
-// run writes a batch in one store call. Its context keeps the leader's
-// values and ends when every caller's context has ended, so one caller
-// giving up does not fail the others.
+// run writes a batch in one store call, with the first caller's context
+// values but no cancellation (each caller waits on its own context). A
+// driver that panics fails the batch for every caller (none is told its
+// timer was written), and the first caller panics with the driver's value.
 func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode ontimedriver.ScheduleMode, batch []*pendingPublish) {
 	defer func() {
-		// A driver that panics fails the batch for every caller (none is
-		// told its timer was written), then the panic goes on up the
-		// leader's stack.
 		r := recover()
-		for _, p := range batch {
-			if r != nil && p.err == nil {
+		for i, p := range batch {
+			if r != nil {
 				p.err = fmt.Errorf("ontime: the store call panicked: %v", r)
+				if i == 0 {
+					p.panicked = r
+				}
 			}
 			close(p.done)
 		}
-		if r != nil {
-			panic(r)
-		}
 	}()
+	ctx := context.WithoutCancel(batch[0].ctx)
 	if len(batch) == 1 {
 		p := batch[0]
-		p.res, p.err = scheduleOne(p.ctx, drv, topic, p.nt, mode)
+		p.res, p.err = scheduleOne(ctx, drv, topic, p.nt, mode)
 		return
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
-	defer cancel()
-	left := int64(len(batch))
-	for _, p := range batch {
-		stop := context.AfterFunc(p.ctx, func() {
-			if atomic.AddInt64(&left, -1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
 	}
 	nts := make([]ontimedriver.NewTimer, len(batch))
 	for i, p := range batch {
