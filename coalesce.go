@@ -3,8 +3,8 @@ package ontime
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
+	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
@@ -38,6 +38,9 @@ type laneKey struct {
 type lane struct {
 	busy  bool
 	queue []*pendingPublish
+	// wake, when set, is closed once want callers are queued (see flush).
+	wake chan struct{}
+	want int
 }
 
 // pendingPublish is one caller's timer. The coalescer's lock guards taken
@@ -83,6 +86,10 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 	}
 	p := &pendingPublish{ctx: ctx, nt: nt, done: make(chan struct{})}
 	l.queue = append(l.queue, p)
+	if l.wake != nil && len(l.queue) >= l.want {
+		close(l.wake)
+		l.wake = nil
+	}
 	pc.mu.Unlock()
 
 	select {
@@ -130,15 +137,51 @@ func (pc *publishCoalescer) next(key laneKey, l *lane, drv ontimedriver.Driver) 
 
 // flush writes l's queued timers, batch after batch, until the queue is
 // empty; then the lane is idle.
+//
+// After a shared call it waits a little for the callers it answered: a
+// caller that publishes again at once (a loop, a server's next request on
+// the same connection) then joins the next call instead of the one after.
+// Without it, callers that publish in a loop split into two groups that
+// take turns, and each call carries about half of them. The wait ends as
+// soon as as many callers have queued as the call answered, and lasts at
+// most an eighth of the call's own duration (boardMax at most): the store
+// is idle at most that long, and a lone caller never waits (it makes its
+// own call at once, see schedule).
 func (pc *publishCoalescer) flush(key laneKey, l *lane, drv ontimedriver.Driver, batch []*pendingPublish) {
 	for batch != nil {
+		start := time.Now()
 		pc.run(drv, key.topic, key.mode, batch)
-		if len(batch) > 1 {
-			runtime.Gosched()
+		took := time.Since(start)
+		var wake chan struct{}
+		pc.mu.Lock()
+		if len(batch) > 1 && len(l.queue) < BatchChunkSize {
+			wake = make(chan struct{})
+			l.want, l.wake = min(len(l.queue)+len(batch), BatchChunkSize), wake
+		}
+		pc.mu.Unlock()
+		answer(batch)
+		if wake != nil {
+			t := time.NewTimer(min(took/8, boardMax))
+			select {
+			case <-wake:
+			case <-t.C:
+			}
+			t.Stop()
 		}
 		pc.mu.Lock()
+		l.wake = nil
 		batch = pc.take(key, l)
 		pc.mu.Unlock()
+	}
+}
+
+// boardMax is the longest a flusher waits for the callers it answered.
+const boardMax = time.Millisecond
+
+// answer wakes the callers of a batch that was written (or failed).
+func answer(batch []*pendingPublish) {
+	for _, p := range batch {
+		close(p.done)
 	}
 }
 
@@ -185,21 +228,19 @@ func (pc *publishCoalescer) take(key laneKey, l *lane) []*pendingPublish {
 	return batch
 }
 
-// run writes a batch in one store call, with the first caller's context
+// run writes a batch in one store call (answer then wakes its callers), with the first caller's context
 // values but no cancellation (each caller waits on its own context). A
 // driver that panics fails the batch for every caller (none is told its
 // timer was written), and the first caller panics with the driver's value.
 func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode ontimedriver.ScheduleMode, batch []*pendingPublish) {
 	defer func() {
-		r := recover()
-		for i, p := range batch {
-			if r != nil {
+		if r := recover(); r != nil {
+			for i, p := range batch {
 				p.err = fmt.Errorf("ontime: the store call panicked: %v", r)
 				if i == 0 {
 					p.panicked = r
 				}
 			}
-			close(p.done)
 		}
 	}()
 	ctx := context.WithoutCancel(batch[0].ctx)
