@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
 // gatedDriver records every Schedule call (the ids it carried) and holds
@@ -367,5 +369,251 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 	}
 	if p, err := publish("last"); err != nil || p != nil {
 		t.Fatalf("publish after the shared panic: %v, %v", err, p)
+	}
+}
+
+// TestPublishCoalescedConcurrentPerTimer: many callers publish at once to
+// one topic on a real store, with IfAbsent and without, some ids existing
+// and some not. Every caller gets its own timer's result (ErrExists only
+// for the ids that existed, with IfAbsent), and the store holds exactly
+// what the results say, however the calls were shared.
+func TestPublishCoalescedConcurrentPerTimer(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) ontimedriver.Driver{
+		"redis": func(t *testing.T) ontimedriver.Driver {
+			srv := redistest.StartServer(t)
+			d, err := ontimeredis.New(srv.NewClient(t), &ontimeredis.Options{Logger: quietLog})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		"bolt": func(t *testing.T) ontimedriver.Driver {
+			d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			drv := open(t)
+			t.Cleanup(func() { _ = drv.Close() })
+			cd := &countingDriver{Driver: drv}
+			c, err := NewClient(cd, &Config{Logger: quietLog})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const callers, each = 32, 30
+			// Ids e-<caller>-<i> with i%3 == 0 exist beforehand.
+			var old []Timer
+			for g := range callers {
+				for i := 0; i < each; i += 3 {
+					old = append(old, Timer{ID: fmt.Sprintf("e-%d-%d", g, i), Body: "old", Delay: time.Hour})
+				}
+			}
+			if _, err := c.PublishBatch(ctx, "t", old); err != nil {
+				t.Fatal(err)
+			}
+			cd.calls.Store(0)
+			cd.timers.Store(0)
+			var wg sync.WaitGroup
+			errs := make(chan error, callers*each)
+			for g := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range each {
+						id := fmt.Sprintf("e-%d-%d", g, i)
+						ifAbsent := i%2 == 0 // odd i: upserts
+						opts := []PublishOption{WithID(id), In(time.Hour)}
+						if ifAbsent {
+							opts = append(opts, IfAbsent())
+						}
+						got, err := c.Publish(ctx, "t", "new", opts...)
+						existed := i%3 == 0
+						switch {
+						case ifAbsent && existed:
+							if !errors.Is(err, ErrExists) {
+								errs <- fmt.Errorf("%s: %v, want ErrExists", id, err)
+							}
+						case err != nil:
+							errs <- fmt.Errorf("%s: %v", id, err)
+						case got != id:
+							errs <- fmt.Errorf("%s: returned id %q", id, got)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			for g := range callers {
+				for i := range each {
+					id := fmt.Sprintf("e-%d-%d", g, i)
+					want := "new"
+					if i%3 == 0 && i%2 == 0 {
+						want = "old" // IfAbsent left it
+					}
+					ti, err := c.Get(ctx, "t", id)
+					if err != nil || string(ti.Body) != want {
+						t.Errorf("%s: %v, %v; want body %q", id, ti, err, want)
+					}
+				}
+			}
+			if n := cd.calls.Load(); n > 0 {
+				t.Logf("%d publishes in %d store calls", cd.timers.Load(), n)
+			}
+		})
+	}
+}
+
+// TestPublishLoneCallerOwnCall: publishes one after another (no other
+// caller) each make their own store call at once, carrying only their
+// timer, with the caller's own context: no wait and no shared call, also
+// right after the topic was busy.
+func TestPublishLoneCallerOwnCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	c, err := NewClient(g, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the topic busy once: a held call, 5 queued behind it.
+	g.shutGate()
+	held := make(chan error, 6)
+	go func() {
+		_, err := c.Publish(ctx, "t", "x", WithID("held"))
+		held <- err
+	}()
+	<-g.entered
+	for i := range 5 {
+		go func() {
+			_, err := c.Publish(ctx, "t", "x", WithID(fmt.Sprintf("q%d", i)))
+			held <- err
+		}()
+	}
+	queued(t, c, 5)
+	g.openGate()
+	for range 6 {
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait until the topic is idle again (the flusher's wait for its
+	// callers is over).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.pub.mu.Lock()
+		idle := len(c.pub.lanes) == 0
+		c.pub.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the topic stays busy after its callers were answered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := len(g.callIDs())
+	for i := range 20 {
+		mctx := context.WithValue(ctx, ctxMark{}, i)
+		if _, err := c.Publish(mctx, "t", "x", WithID(fmt.Sprintf("lone%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		g.mu.Lock()
+		last := g.ctxs[len(g.ctxs)-1]
+		g.mu.Unlock()
+		if last != mctx {
+			t.Fatalf("lone publish %d: the store call did not get the caller's own context", i)
+		}
+	}
+	calls := g.callIDs()[before:]
+	if len(calls) != 20 {
+		t.Fatalf("20 lone publishes made %d store calls, want 20", len(calls))
+	}
+	for i, ids := range calls {
+		if len(ids) != 1 || ids[0] != fmt.Sprintf("lone%d", i) {
+			t.Fatalf("lone call %d carried %v", i, ids)
+		}
+	}
+}
+
+// holdShared holds every Schedule call that carries more than one timer
+// until release is closed, and sends its context on entered.
+type holdShared struct {
+	ontimedriver.Driver
+	entered chan context.Context
+	release chan struct{}
+}
+
+func (h *holdShared) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	if len(ts) > 1 {
+		h.entered <- ctx
+		<-h.release
+	}
+	return h.Driver.Schedule(ctx, topic, ts, m)
+}
+
+// TestPublishCoalescingCallersGone: callers whose timers are in a held
+// shared call and who give up get their context's error at once; the call
+// itself goes on (it is not cut short by their contexts) and lands, and
+// the topic's next publishes are not stuck.
+func TestPublishCoalescingCallersGone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g := newGatedDriver(t)
+	h := &holdShared{Driver: g, entered: make(chan context.Context, 1), release: make(chan struct{})}
+	c, err := NewClient(h, &Config{Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.shutGate()
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.Publish(ctx, "t", "x", WithID("held"))
+		held <- err
+	}()
+	<-g.entered
+	gone, giveUp := context.WithCancel(ctx)
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			_, err := c.Publish(gone, "t", "x", WithID(fmt.Sprintf("g%d", i)))
+			errs <- err
+		}()
+	}
+	queued(t, c, 3)
+	g.openGate()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	// The three are now in one shared call, held.
+	shared := <-h.entered
+	giveUp()
+	for range 3 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Fatalf("a caller that gave up: %v, want context canceled", err)
+		}
+	}
+	if shared.Err() != nil {
+		t.Fatalf("the shared call's context ended with its callers': %v", shared.Err())
+	}
+	close(h.release)
+	if _, err := c.Publish(ctx, "t", "x", WithID("after")); err != nil {
+		t.Fatal(err)
+	}
+	// The shared call landed (it went before "after", which waited for it
+	// or came after it).
+	for _, id := range []string{"g0", "g1", "g2", "after"} {
+		if _, err := c.Get(ctx, "t", id); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
 	}
 }
