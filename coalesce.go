@@ -11,16 +11,18 @@ import (
 
 // publishCoalescer merges concurrent one-timer publishes to the same topic
 // (and mode) into one store call while a call for that topic is under way.
-// There is no linger: a caller that finds no call under way makes its own
-// at once, alone, with its own context, exactly as an uncoalesced Publish
-// would. Callers that arrive meanwhile queue; when the call ends, a flusher
-// goroutine makes one call for every queued timer (up to BatchChunkSize,
-// no id twice), hands each caller its own result, and goes on with the
-// next queued batch until the queue is empty. So a lone caller pays
-// nothing, and under load the store sees one round trip (one script, one
-// transaction) per batch instead of per timer, made by one goroutine that
-// stays awake while the topic is busy: no hand-off between callers and no
-// per-call goroutine between batches.
+// A caller that finds the topic idle makes its own call at once, alone,
+// with its own context, exactly as an uncoalesced Publish would. Callers
+// that arrive meanwhile queue; when the call ends, a flusher goroutine
+// makes one call for every queued timer (up to BatchChunkSize, no id
+// twice), hands each caller its own result, and goes on with the next
+// queued batch (after a short wait for the callers it answered, see flush)
+// until the queue is empty. So a lone caller pays nothing, and under load
+// the store sees one round trip (one script, one transaction) per batch
+// instead of per timer, made by one goroutine that stays awake while the
+// topic is busy: no hand-off between callers and no per-call goroutine
+// between batches (the shared call has no cancellation, so the Redis
+// driver runs it on the flusher itself).
 type publishCoalescer struct {
 	mu    sync.Mutex
 	lanes map[laneKey]*lane
