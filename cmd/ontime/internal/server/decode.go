@@ -214,7 +214,11 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 		return p, errorf(http.StatusBadRequest, "invalid_header", "%d headers; the limit is %d", len(in.Headers), maxHeaders)
 	}
 	// Sorted, so that the header an error names does not depend on map order.
-	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+	var names []string
+	if len(in.Headers) > 0 {
+		names = slices.Sorted(maps.Keys(in.Headers))
+	}
+	for _, k := range names {
 		v := in.Headers[k]
 		switch {
 		case k == "":

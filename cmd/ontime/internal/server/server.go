@@ -216,7 +216,7 @@ func (s *Server) routes() {
 // read up to 256 KiB of it before sending the answer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, req: r, rc: http.NewResponseController(w)}
+	rec := &statusRecorder{ResponseWriter: w, req: r, rc: *http.NewResponseController(w)}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -263,7 +263,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer s.inflight.release(n)
 		_ = rec.rc.SetReadDeadline(time.Now().Add(s.o.ReadTimeout)) // not supported in-process (CLI --redis): no bound needed there
-		r.Body = &trackedBody{ReadCloser: r.Body, rec: rec}
+		rec.body = trackedBody{ReadCloser: r.Body, rec: rec}
+		r.Body = &rec.body
 	}
 	s.mux.ServeHTTP(rec, r)
 }
@@ -375,9 +376,10 @@ func (s *Server) authorized(r *http.Request) bool {
 type statusRecorder struct {
 	http.ResponseWriter
 	req      *http.Request
-	rc       *http.ResponseController // of the connection's ResponseWriter
+	rc       http.ResponseController // of the connection's ResponseWriter
 	status   int
-	bodyDone bool // the request body was read to its end
+	bodyDone bool        // the request body was read to its end
+	body     trackedBody // the request's body, when it has one
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
