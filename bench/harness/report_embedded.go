@@ -106,7 +106,7 @@ func embeddedMethod(r *Report) string {
 		if c.HTTPBaseline != "" {
 			base = "and, in the same runs, `ontime` built from commit `" + c.HTTPBaseline + "` (git archive of that commit, go build)"
 		}
-		fmt.Fprintf(&b, "- **HTTP publish**: `ontime serve --log-level warn` (built from this tree with go build) on the harness's Redis and on the embedded store (a fresh data directory per run), %s; load from `ontime bench-api --concurrency %d --duration %s` (separate process, one request per connection at a time, 100-byte bodies, `\"delay\": \"1h\"`). Server and load generator share the CPUs.\n", base, c.HTTPConcurrency, c.HTTPFor)
+		fmt.Fprintf(&b, "- **HTTP publish**: `ontime serve --log-level warn` (built from this tree with go build) on the harness's Redis and on the embedded store (a fresh data directory per run), %s; load from `ontime bench-api --concurrency %d --duration %s` of this tree, for every build (separate process; its own HTTP/1.1 client on keep-alive connections, one request per connection at a time, 100-byte bodies, `\"delay\": \"1h\"`). Server and load generator share the CPUs.\n", base, c.HTTPConcurrency, c.HTTPFor)
 	}
 	return b.String()
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -82,13 +84,34 @@ func benchAPI(ctx context.Context, server, token, topic, delay string, bodyBytes
 	if err != nil {
 		return nil, err
 	}
-	url := strings.TrimRight(server, "/") + topicPath(topic) + "/timers"
-	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	base := strings.TrimRight(server, "/")
+	u, err := url.Parse(base + topicPath(topic) + "/timers")
+	if err != nil {
+		return nil, usageErr("--server %q: %v", server, err)
+	}
+	var send []func(context.Context) error // one per connection
+	if u.Scheme == "http" && u.User == nil {
+		addr := u.Host
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "80")
+		}
+		req := benchRequest(u.Host, u.EscapedPath(), token, body)
+		for range conc {
+			bc := &benchConn{addr: addr, req: req, timeout: benchTimeout}
+			defer bc.close()
+			send = append(send, bc.do)
+		}
+	} else {
+		tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, IdleConnTimeout: time.Minute}
+		defer tr.CloseIdleConnections()
+		hc := &http.Client{Transport: tr, Timeout: benchTimeout}
+		for range conc {
+			send = append(send, func(ctx context.Context) error { return benchHTTPClient(ctx, hc, u.String(), token, body) })
+		}
+	}
 
-	// Warm up the connections and check that the server answers.
-	if err := benchOne(ctx, hc, url, token, body); err != nil {
+	// Warm up a connection and check that the server answers.
+	if err := send[0](ctx); err != nil {
 		return nil, &exitError{code: ExitUnavailable, err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, dur)
@@ -104,7 +127,7 @@ func benchAPI(ctx context.Context, server, token, topic, delay string, bodyBytes
 			l := make([]time.Duration, 0, 1<<14)
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				err := benchOne(ctx, hc, url, token, body)
+				err := send[i](ctx)
 				if ctx.Err() != nil {
 					break
 				}
@@ -139,7 +162,11 @@ func benchAPI(ctx context.Context, server, token, topic, delay string, bodyBytes
 	return res, nil
 }
 
-func benchOne(ctx context.Context, hc *http.Client, url, token string, body []byte) error {
+// benchTimeout bounds one request of bench-api.
+const benchTimeout = 30 * time.Second
+
+// benchHTTPClient sends one request through net/http (https servers).
+func benchHTTPClient(ctx context.Context, hc *http.Client, url, token string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err

@@ -612,6 +612,9 @@ func (c *Config) Serves(topic string) bool {
 // any run of characters (including none, "/" included) and every other
 // character for itself.
 func MatchTopic(pattern, topic string) bool {
+	if pattern == "*" { // serve_topics' default on the native layout, checked on every publish
+		return true
+	}
 	parts := strings.Split(pattern, "*")
 	if len(parts) == 1 {
 		return pattern == topic

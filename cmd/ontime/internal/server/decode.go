@@ -22,22 +22,61 @@ import (
 // decodeJSON reads one JSON value of at most limit bytes into v, refusing
 // unknown fields and trailing data.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	data, e := readBody(w, r, limit)
+	if e != nil {
+		return e
+	}
+	return unmarshalJSON(data, v)
+}
+
+// readBody reads a request body of at most limit bytes that is not empty
+// (JSON whitespace counts as empty).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
 	body := http.MaxBytesReader(w, r.Body, limit)
-	data, err := io.ReadAll(body)
+	data, err := readAll(body, min(r.ContentLength, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var ne net.Error
 		switch {
 		case errors.As(err, &mbe):
-			return errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
+			return nil, errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
 		case errors.As(err, &ne) && ne.Timeout():
-			return errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
+			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
 		}
-		return errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)
+		return nil, errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return errorf(http.StatusBadRequest, "malformed_json", "the request body is empty; send a JSON document")
+		return nil, errorf(http.StatusBadRequest, "malformed_json", "the request body is empty; send a JSON document")
 	}
+	return data, nil
+}
+
+// readAll is io.ReadAll with a first buffer of size+1 bytes when the size
+// is known and small (a declared Content-Length): one read then returns
+// the whole body and its end.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 || size > 64<<10 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// unmarshalJSON decodes data, one JSON value, into v, refusing unknown
+// fields and trailing data.
+func unmarshalJSON(data []byte, v any) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -150,9 +189,11 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 	case len(in.Body) > 0 && !bytes.Equal(in.Body, []byte("null")):
 		raw := bytes.TrimSpace(in.Body)
 		if raw[0] == '"' {
-			var text string
-			if err := json.Unmarshal(raw, &text); err != nil {
-				return p, errorf(http.StatusBadRequest, "invalid_body", "body: %v", err)
+			text, ok := plainJSONString(raw)
+			if !ok {
+				if err := json.Unmarshal(raw, &text); err != nil {
+					return p, errorf(http.StatusBadRequest, "invalid_body", "body: %v", err)
+				}
 			}
 			if int64(len(text)) > s.o.MaxBodyBytes {
 				return p, errorf(http.StatusRequestEntityTooLarge, "body_too_large", "the body is %d bytes; the limit is %d", len(text), s.o.MaxBodyBytes)
@@ -173,7 +214,11 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 		return p, errorf(http.StatusBadRequest, "invalid_header", "%d headers; the limit is %d", len(in.Headers), maxHeaders)
 	}
 	// Sorted, so that the header an error names does not depend on map order.
-	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+	var names []string
+	if len(in.Headers) > 0 {
+		names = slices.Sorted(maps.Keys(in.Headers))
+	}
+	for _, k := range names {
 		v := in.Headers[k]
 		switch {
 		case k == "":

@@ -216,7 +216,7 @@ func (s *Server) routes() {
 // read up to 256 KiB of it before sending the answer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, req: r, rc: http.NewResponseController(w)}
+	rec := &statusRecorder{ResponseWriter: w, req: r, rc: *http.NewResponseController(w)}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -233,7 +233,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// Never the Authorization header or the query (it may hold cursors
 		// only, but keep logs small).
-		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start).Round(time.Microsecond))
+		if s.log.Enabled(r.Context(), level) {
+			s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start).Round(time.Microsecond))
+		}
 	}()
 	if !s.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="ontime"`)
@@ -261,7 +263,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer s.inflight.release(n)
 		_ = rec.rc.SetReadDeadline(time.Now().Add(s.o.ReadTimeout)) // not supported in-process (CLI --redis): no bound needed there
-		r.Body = &trackedBody{ReadCloser: r.Body, rec: rec}
+		rec.body = trackedBody{ReadCloser: r.Body, rec: rec}
+		r.Body = &rec.body
 	}
 	s.mux.ServeHTTP(rec, r)
 }
@@ -301,14 +304,20 @@ func badSegment(p string) *apiError {
 	if !ok {
 		return nil
 	}
-	seg := strings.Split(rest, "/")
-	if seg[0] == "" && len(seg) > 1 {
+	// The first four segments and how many there are, as strings.Split
+	// would give them.
+	var seg [4]string
+	nseg := strings.Count(rest, "/") + 1
+	for i := range min(nseg, len(seg)) {
+		seg[i], rest, _ = strings.Cut(rest, "/")
+	}
+	if seg[0] == "" && nseg > 1 {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic is empty")
 	}
 	if isDotSegment(seg[0]) {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
 	}
-	if (len(seg) == 3 || len(seg) == 4 && seg[3] == "fire") && seg[1] == "timers" {
+	if (nseg == 3 || nseg == 4 && seg[3] == "fire") && seg[1] == "timers" {
 		switch {
 		case seg[2] == "":
 			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")
@@ -367,9 +376,10 @@ func (s *Server) authorized(r *http.Request) bool {
 type statusRecorder struct {
 	http.ResponseWriter
 	req      *http.Request
-	rc       *http.ResponseController // of the connection's ResponseWriter
+	rc       http.ResponseController // of the connection's ResponseWriter
 	status   int
-	bodyDone bool // the request body was read to its end
+	bodyDone bool        // the request body was read to its end
+	body     trackedBody // the request's body, when it has one
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -432,10 +442,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"code":"internal","message":"response does not encode"}}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	writeBody(w, status, append(b, '\n'))
+}
+
+// The values of writeBody's headers, shared by every answer (net/http and
+// this package only read header values).
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+// writeBody answers with status and b, a JSON document and its newline.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // storeError maps a library or store error to a response.

@@ -47,10 +47,18 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	var in wire.TimerIn
-	if e := decodeJSON(w, r, s.singleLimit(), &in); e != nil {
+	data, e := readBody(w, r, s.singleLimit())
+	if e != nil {
 		writeError(w, e)
 		return
+	}
+	var in wire.TimerIn
+	if !decodeTimerFast(data, &in) {
+		in = wire.TimerIn{}
+		if e := unmarshalJSON(data, &in); e != nil {
+			writeError(w, e)
+			return
+		}
 	}
 	p, e := s.parseTimer(&in)
 	if e != nil {
@@ -67,7 +75,12 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", timerURL(topic, res[0].ID))
-	writeJSON(w, http.StatusCreated, wire.Created{ID: res[0].ID, Topic: topic, DueAt: res[0].Due.UTC()})
+	due := res[0].Due.UTC()
+	if b, ok := appendCreated(make([]byte, 0, 128), res[0].ID, topic, due); ok {
+		writeBody(w, http.StatusCreated, append(b, '\n'))
+		return
+	}
+	writeJSON(w, http.StatusCreated, wire.Created{ID: res[0].ID, Topic: topic, DueAt: due})
 }
 
 func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
