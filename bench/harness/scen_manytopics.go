@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,28 +62,8 @@ func (b *bench) manyTopics(ctx context.Context) {
 	res := &ManyTopicsResult{}
 	b.rep.ManyTopics = res
 
-	tmp, err := os.MkdirTemp(benchDataDir(), "ontime-bench-topics-")
-	if err != nil {
-		b.errorf("manytopics: %v", err)
-		return
-	}
-	defer os.RemoveAll(tmp)
-	builds, err := b.httpBuilds(ctx, tmp, false)
-	if err != nil {
-		b.errorf("manytopics: %v", err)
-		return
-	}
-	for _, n := range cfg.ManyTopicsCounts {
-		if ctx.Err() != nil {
-			return
-		}
-		r := b.manyTopicsIdle(ctx, builds[0].bin, n)
-		if r.Err != "" {
-			b.errorf("manytopics idle %d: %s", n, r.Err)
-		} else {
-			b.logf("manytopics idle %7d topics: server %.2f%% of a core, redis-server %.2f%%", n, r.ServerPct, r.RedisPct)
-		}
-		res.Idle = append(res.Idle, r)
+	if !cfg.ManyTopicsLatenessOnly {
+		b.manyTopicsIdleAll(ctx, res)
 	}
 
 	for _, topics := range []int{1, cfg.ManyTopicsLatenessTopics} {
@@ -112,6 +93,33 @@ func (b *bench) manyTopics(ctx context.Context) {
 		}
 		lr.Median = medianSummary(sums)
 		res.Lateness = append(res.Lateness, lr)
+	}
+}
+
+// manyTopicsIdleAll measures the idle cost for each of ManyTopicsCounts.
+func (b *bench) manyTopicsIdleAll(ctx context.Context, res *ManyTopicsResult) {
+	tmp, err := os.MkdirTemp(benchDataDir(), "ontime-bench-topics-")
+	if err != nil {
+		b.errorf("manytopics: %v", err)
+		return
+	}
+	defer os.RemoveAll(tmp)
+	builds, err := b.httpBuilds(ctx, tmp, false)
+	if err != nil {
+		b.errorf("manytopics: %v", err)
+		return
+	}
+	for _, n := range b.cfg.ManyTopicsCounts {
+		if ctx.Err() != nil {
+			return
+		}
+		r := b.manyTopicsIdle(ctx, builds[0].bin, n)
+		if r.Err != "" {
+			b.errorf("manytopics idle %d: %s", n, r.Err)
+		} else {
+			b.logf("manytopics idle %7d topics: server %.2f%% of a core, redis-server %.2f%%", n, r.ServerPct, r.RedisPct)
+		}
+		res.Idle = append(res.Idle, r)
 	}
 }
 
@@ -259,6 +267,12 @@ func (b *bench) manyTopicsLateness(ctx context.Context, topics, run int) (Latene
 	if perr != nil {
 		return LatenessRun{}, nil, fmt.Errorf("publish: %w", perr)
 	}
+	// What the worker holds at the end of the publishing (the harness's
+	// own goroutines and heap included, the same in both runs).
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.logf("manytopics lateness %5d topics run %d: at the end of publishing %d goroutines, heap %.1f MB in use, %d GCs so far",
+		topics, run+1, runtime.NumGoroutine(), float64(ms.HeapInuse)/1e6, ms.NumGC)
 	wctx, cancel := context.WithTimeout(ctx, cfg.DelayMax+20*time.Second)
 	defer cancel()
 	select {
