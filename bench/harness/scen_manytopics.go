@@ -263,6 +263,7 @@ func (b *bench) manyTopicsLateness(ctx context.Context, topics, run int) (Latene
 		return LatenessRun{}, nil, fmt.Errorf("warm-up: %w", err)
 	}
 	cur.Store(t) // warm-up timers still due now are not counted in t
+	c0, r0 := procCPU(os.Getpid()), redisCPU(ctx, b.admin)
 	took, perr := b.paceTopics(ctx, client, t, n, topics)
 	if perr != nil {
 		return LatenessRun{}, nil, fmt.Errorf("publish: %w", perr)
@@ -279,6 +280,12 @@ func (b *bench) manyTopicsLateness(ctx context.Context, topics, run int) (Latene
 	case <-t.done:
 	case <-wctx.Done():
 	}
+	// CPU per timer (publishing included, the same in both runs): on a
+	// machine shared with other work, lateness is noisy, CPU time much
+	// less so.
+	c1, r1 := procCPU(os.Getpid()), redisCPU(ctx, b.admin)
+	b.logf("manytopics lateness %5d topics run %d: CPU per timer: harness (publishers + worker) %.1f µs, redis-server %.1f µs",
+		topics, run+1, (c1-c0)*1e6/float64(n), (r1-r0)*1e6/float64(n))
 	samples := t.latenessMs()
 	return LatenessRun{
 		Summary:     summarize(samples),
