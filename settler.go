@@ -31,14 +31,16 @@ type settler struct {
 	runs     sync.WaitGroup
 
 	// quit is closed when the Stop that closes the settler runs out of
-	// time: from then on a failed Settle is not retried. final is the
-	// parent of every Settle call's context; it is cancelled
-	// storeCallTimeout after quit, which bounds the calls in flight or
-	// still to come.
-	quit        chan struct{}
-	quitOnce    sync.Once
-	final       context.Context
-	cancelFinal context.CancelFunc
+	// time: from then on a failed Settle is not retried. finalAt (local
+	// clock, UnixNano; 0 until quit) is storeCallTimeout after quit: no
+	// Settle call runs past it, which bounds the calls still to come (a
+	// call in flight at quit ends within storeCallTimeout of its start,
+	// so before finalAt too). A deadline, not a parent context: a parent
+	// would keep a set of children per topic, of which a worker serving
+	// HandleTopics has thousands.
+	quit     chan struct{}
+	quitOnce sync.Once
+	finalAt  atomic.Int64
 	// abandoned counts the outcomes given up at shutdown.
 	abandoned atomic.Int64
 }
@@ -69,7 +71,6 @@ func (s *settler) init(r *runner) {
 		s.limit = max(2*cap(r.slots), 16)
 	}
 	s.quit = make(chan struct{})
-	s.final, s.cancelFinal = context.WithCancel(context.Background())
 }
 
 func (s *settler) submit(req settleReq) {
@@ -119,15 +120,14 @@ func (s *settler) close(ctx context.Context) int64 {
 		}
 	}
 	s.runs.Wait()
-	s.cancelFinal()
 	return s.abandoned.Load()
 }
 
 // giveUp stops the retries (see close).
 func (s *settler) giveUp() {
 	s.quitOnce.Do(func() {
+		s.finalAt.Store(time.Now().Add(storeCallTimeout(s.r.opts.Lease)).UnixNano())
 		close(s.quit)
-		time.AfterFunc(storeCallTimeout(s.r.opts.Lease), s.cancelFinal)
 	})
 }
 
@@ -188,7 +188,11 @@ func (s *settler) flush(batch []settleReq) {
 		for i := range batch {
 			ops[i] = batch[i].op
 		}
-		ctx, cancel := context.WithTimeout(s.final, storeCallTimeout(r.opts.Lease))
+		deadline := time.Now().Add(storeCallTimeout(r.opts.Lease))
+		if f := s.finalAt.Load(); f != 0 && f < deadline.UnixNano() {
+			deadline = time.Unix(0, f)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		res, err := r.drv.Settle(ctx, r.topic, ops)
 		cancel()
 		if err == nil {
@@ -241,7 +245,7 @@ func (s *settler) flush(batch []settleReq) {
 			return
 		}
 		// Interrupted by a shutdown that gave up, the loop makes its one
-		// last try (bounded by s.final) at once.
+		// last try (bounded by finalAt) at once.
 		backoff = nextBackoff(backoff, maxOutageBackoff)
 		s.sleep(backoff)
 		batch = s.fill(batch) // not empty: flushing stays set
