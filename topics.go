@@ -106,6 +106,9 @@ type patternRunner struct {
 	// linger is how long an idle topic's runner is kept (its claim loop
 	// ended, nothing running) before it is let go (see retireIdle).
 	linger time.Duration
+	// onRetire, if set (by tests, before the worker runs), is called by
+	// the loop with each topic it lets go.
+	onRetire func(topic string)
 
 	// busyMu guards busyRunners: the topics with running (or claimed)
 	// handlers, whose leases the heartbeat extends and the lease watch
@@ -195,6 +198,9 @@ func (p *patternRunner) retireIdle() {
 func (p *patternRunner) letGo(r *runner) {
 	if p.active[r.topic] == r {
 		delete(p.active, r.topic)
+	}
+	if p.onRetire != nil {
+		p.onRetire(r.topic)
 	}
 	p.leaving.Add(1)
 	go func() {

@@ -244,3 +244,69 @@ func TestHandleTopicsSharedLeases(t *testing.T) {
 		})
 	}
 }
+
+// An idle topic's runner is let go after the linger time, and the topic's
+// next timer starts it again, on time.
+func TestHandleTopicsIdleTopicLetGo(t *testing.T) {
+	drv, err := ontimebolt.Open(filepath.Join(t.TempDir(), "o.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drv.Close() })
+	c, err := NewClient(drv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWorker(c, nil)
+	got := make(chan time.Time, 4)
+	if err := HandleTopics(w, "go-*", func(context.Context, *Message[string]) error {
+		got <- time.Now()
+		return nil
+	}, &TopicOptions{PollInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	retired := make(chan string, 4)
+	w.patterns[0].linger = 200 * time.Millisecond
+	w.patterns[0].onRetire = func(topic string) { retired <- topic }
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+		<-done
+	}()
+	if _, err := c.Publish(context.Background(), "go-a", "x"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not delivered")
+	}
+	select {
+	case topic := <-retired:
+		if topic != "go-a" {
+			t.Fatalf("let go of %q, want go-a", topic)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle topic was not let go")
+	}
+	due := time.Now().Add(300 * time.Millisecond)
+	if _, err := c.Publish(context.Background(), "go-a", "y", At(due)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		if at.Before(due) {
+			t.Errorf("delivered %v early", due.Sub(at))
+		}
+		if late := at.Sub(due); late > 500*time.Millisecond {
+			t.Errorf("delivered %v late after its topic was let go", late)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next timer of a topic let go was not delivered")
+	}
+}
