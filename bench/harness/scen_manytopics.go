@@ -66,33 +66,45 @@ func (b *bench) manyTopics(ctx context.Context) {
 		b.manyTopicsIdleAll(ctx, res)
 	}
 
-	for _, topics := range []int{1, cfg.ManyTopicsLatenessTopics} {
-		how := "HandleTopics"
-		if topics == 1 {
-			how = "Handle"
-		}
-		lr := ManyTopicsLateness{Topics: topics, How: how}
-		for run := range cfg.Runs {
+	// The one-topic and the many-topic runs alternate (1, N, 1, N, ...),
+	// so that on a machine whose load changes the ratio of each pair is
+	// measured under about the same load.
+	lrs := []*ManyTopicsLateness{
+		{Topics: 1, How: "Handle"},
+		{Topics: cfg.ManyTopicsLatenessTopics, How: "HandleTopics"},
+	}
+runs:
+	for run := range cfg.Runs {
+		for _, lr := range lrs {
 			if ctx.Err() != nil {
 				return
 			}
-			r, samples, err := b.manyTopicsLateness(ctx, topics, run)
+			if lr.Err != "" {
+				break runs
+			}
+			r, samples, err := b.manyTopicsLateness(ctx, lr.Topics, run)
 			if err != nil {
 				lr.Err = err.Error()
-				b.errorf("manytopics lateness %d topics run %d: %v", topics, run+1, err)
-				break
+				b.errorf("manytopics lateness %d topics run %d: %v", lr.Topics, run+1, err)
+				break runs
 			}
 			b.logf("manytopics lateness %5d topics (%s) run %d: p50 %.2fms p99 %.2fms max %.1fms early %.1f%% lost %d, at %.0f/s",
-				topics, how, run+1, r.Summary.P50, r.Summary.P99, r.Summary.Max, 100*r.Summary.EarlyShare, r.Lost, r.Rate)
+				lr.Topics, lr.How, run+1, r.Summary.P50, r.Summary.P99, r.Summary.Max, 100*r.Summary.EarlyShare, r.Lost, r.Rate)
 			lr.Runs = append(lr.Runs, r)
 			lr.samples = append(lr.samples, samples...)
 		}
+		if len(lrs[0].Runs) == run+1 && len(lrs[1].Runs) == run+1 && lrs[0].Runs[run].Summary.P99 > 0 {
+			b.logf("manytopics lateness run %d: p99 %d topics / 1 topic = %.2f×", run+1, lrs[1].Topics,
+				lrs[1].Runs[run].Summary.P99/lrs[0].Runs[run].Summary.P99)
+		}
+	}
+	for _, lr := range lrs {
 		sums := make([]LatencySummary, len(lr.Runs))
 		for i, r := range lr.Runs {
 			sums[i] = r.Summary
 		}
 		lr.Median = medianSummary(sums)
-		res.Lateness = append(res.Lateness, lr)
+		res.Lateness = append(res.Lateness, *lr)
 	}
 }
 
