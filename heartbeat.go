@@ -12,19 +12,18 @@ import (
 // context; the handler's result is then not acked. A lease that cannot be
 // extended (the store unreachable) runs out: leaseWatch cancels its handler
 // before the store can hand the timer to another worker.
+//
+// A topic served by HandleTopics has no heartbeat of its own: its pattern's
+// (patternRunner.heartbeat) extends the leases of all its topics.
 func (r *runner) heartbeat() {
 	defer close(r.hbDone)
 	if r.opts.DisableHeartbeat {
 		<-r.hctx.Done()
 		return
 	}
-	interval := r.opts.Lease / 3
-	t := time.NewTicker(interval)
+	t := time.NewTicker(r.opts.Lease / 3)
 	defer t.Stop()
-	var (
-		ds     []*delivery
-		leases []ontimedriver.Lease
-	)
+	var sc leaseScratch
 	again := false
 	for {
 		if !again {
@@ -34,61 +33,78 @@ func (r *runner) heartbeat() {
 			case <-t.C:
 			}
 		}
-		again = false
-		ds, leases = ds[:0], leases[:0]
-		r.mu.Lock()
-		for d := range r.inflight {
-			if !d.settled.Load() && !d.lost.Load() {
-				ds = append(ds, d)
-				leases = append(leases, ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token})
-			}
-		}
-		r.mu.Unlock()
-		if len(leases) == 0 {
-			continue
-		}
-		start := time.Now()
-		// Bounded by the lease, not the interval: an Extend slower than
-		// the interval (a busy store) is still worth waiting for.
-		ctx, cancel := context.WithTimeout(r.hctx, r.opts.Lease)
-		res, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
-		cancel()
-		if err != nil {
-			if r.hctx.Err() == nil {
-				r.w.health.fail("extend", err)
-			}
-			continue
-		}
-		r.w.health.ok()
-		next := start.Add(r.opts.Lease).UnixNano()
-		// The new deadlines count from when the call was sent. After a
-		// slow call (go-redis redialling a store that just came back)
-		// that is far too early, and leaseWatch would cancel handlers the
-		// store still leases to this worker: extend again at once, to
-		// count from a recent instant.
-		again = time.Since(start) > leaseMargin(r.opts.Lease)/2
-		lost, sample := 0, []string(nil)
-		for i, e := range res {
-			d := ds[i]
-			switch {
-			case e == nil:
-				d.deadline.Store(next)
-			case isLeaseLost(e) && !d.settled.Load():
-				d.lost.Store(true)
-				d.cancel()
-				lost++
-				if len(sample) < logSampleIDs {
-					sample = append(sample, d.t.ID)
-				}
-			}
-		}
-		if lost > 0 {
-			// One line per round: after an outage longer than the lease,
-			// every running handler can lose its lease at once.
-			r.w.log.Warn("ontime: leases lost (another worker holds the timers, or they were re-published); cancelling their handlers, whose results will not be acked",
-				"topic", r.topic, "count", lost, "ids", sample)
+		again = r.extendLeases(&sc)
+	}
+}
+
+// leaseScratch is the memory one heartbeat reuses from round to round.
+type leaseScratch struct {
+	ds     []*delivery
+	leases []ontimedriver.Lease
+	sample []string
+}
+
+// extendLeases extends the leases of the topic's running handlers in one
+// store call. It reports whether to extend them again at once: after a
+// slow call (go-redis redialling a store that just came back) the new
+// deadlines, which count from when the call was sent, are far too early,
+// and the lease watch would cancel handlers the store still leases to
+// this worker.
+func (r *runner) extendLeases(sc *leaseScratch) (again bool) {
+	ds, leases := sc.ds[:0], sc.leases[:0]
+	r.mu.Lock()
+	for d := range r.inflight {
+		if !d.settled.Load() && !d.lost.Load() {
+			ds = append(ds, d)
+			leases = append(leases, ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token})
 		}
 	}
+	r.mu.Unlock()
+	defer func() {
+		clear(ds)
+		sc.ds, sc.leases = ds[:0], leases[:0]
+	}()
+	if len(leases) == 0 {
+		return false
+	}
+	start := time.Now()
+	// Bounded by the lease, not the interval: an Extend slower than
+	// the interval (a busy store) is still worth waiting for.
+	ctx, cancel := context.WithTimeout(r.hctx, r.opts.Lease)
+	res, err := r.drv.Extend(ctx, r.topic, leases, r.opts.Lease)
+	cancel()
+	if err != nil {
+		if r.hctx.Err() == nil {
+			r.w.health.fail("extend", err)
+		}
+		return false
+	}
+	r.w.health.ok()
+	next := start.Add(r.opts.Lease).UnixNano()
+	again = time.Since(start) > leaseMargin(r.opts.Lease)/2
+	lost, sample := 0, sc.sample[:0]
+	for i, e := range res {
+		d := ds[i]
+		switch {
+		case e == nil:
+			d.deadline.Store(next)
+		case isLeaseLost(e) && !d.settled.Load():
+			d.lost.Store(true)
+			d.cancel()
+			lost++
+			if len(sample) < logSampleIDs {
+				sample = append(sample, d.t.ID)
+			}
+		}
+	}
+	if lost > 0 {
+		// One line per round: after an outage longer than the lease,
+		// every running handler can lose its lease at once.
+		r.w.log.Warn("ontime: leases lost (another worker holds the timers, or they were re-published); cancelling their handlers, whose results will not be acked",
+			"topic", r.topic, "count", lost, "ids", append([]string(nil), sample...))
+	}
+	sc.sample = sample[:0]
+	return again
 }
 
 // leaseMargin is how long before its lease deadline (on the local clock) a
@@ -115,9 +131,11 @@ func leaseMargin(lease time.Duration) time.Duration {
 // least every Lease/3: a handler dispatched after it went to sleep has a
 // deadline about a whole lease away, later than the next wake (dispatch
 // wakes it when a slow claim left less than that).
+//
+// A topic served by HandleTopics has no lease watch of its own: its
+// pattern's (patternRunner.leaseWatch) watches all its topics.
 func (r *runner) leaseWatch() {
 	defer close(r.watchDone)
-	margin := leaseMargin(r.opts.Lease)
 	idle := r.opts.Lease / 3
 	t := time.NewTimer(idle)
 	defer t.Stop()
@@ -131,31 +149,39 @@ func (r *runner) leaseWatch() {
 			t.Stop()
 		}
 		now := time.Now().UnixNano()
-		next := now + int64(idle)
-		lost := 0
-		sample = sample[:0]
-		r.mu.Lock()
-		for d := range r.inflight {
-			if d.settled.Load() || d.lost.Load() {
-				continue
-			}
-			expires := d.deadline.Load() - int64(margin)
-			if expires > now {
-				next = min(next, expires)
-				continue
-			}
-			d.lost.Store(true)
-			d.cancel()
-			lost++
-			if len(sample) < logSampleIDs {
-				sample = append(sample, d.t.ID)
-			}
-		}
-		r.mu.Unlock()
-		if lost > 0 {
-			r.w.log.Warn("ontime: leases ran out without an extension (no answer from the store, or the heartbeat is disabled); cancelling their handlers before another worker can take the timers; their results will not be acked",
-				"topic", r.topic, "count", lost, "ids", sample)
-		}
+		next := r.watchLeases(now, now+int64(idle), &sample)
 		t.Reset(time.Duration(next - time.Now().UnixNano()))
 	}
+}
+
+// watchLeases cancels the topic's handlers whose lease deadline (less
+// leaseMargin) is past at now (UnixNano) and returns the earliest of next
+// and the deadlines (less the margin) still to come.
+func (r *runner) watchLeases(now, next int64, sample *[]string) int64 {
+	margin := int64(leaseMargin(r.opts.Lease))
+	lost := 0
+	*sample = (*sample)[:0]
+	r.mu.Lock()
+	for d := range r.inflight {
+		if d.settled.Load() || d.lost.Load() {
+			continue
+		}
+		expires := d.deadline.Load() - margin
+		if expires > now {
+			next = min(next, expires)
+			continue
+		}
+		d.lost.Store(true)
+		d.cancel()
+		lost++
+		if len(*sample) < logSampleIDs {
+			*sample = append(*sample, d.t.ID)
+		}
+	}
+	r.mu.Unlock()
+	if lost > 0 {
+		r.w.log.Warn("ontime: leases ran out without an extension (no answer from the store, or the heartbeat is disabled); cancelling their handlers before another worker can take the timers; their results will not be acked",
+			"topic", r.topic, "count", lost, "ids", append([]string(nil), (*sample)...))
+	}
+	return next
 }

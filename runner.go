@@ -15,7 +15,11 @@ import (
 )
 
 // runner serves one topic in one Worker: a claim loop (this file), a settle
-// batcher (settler.go) and a lease heartbeat (heartbeat.go).
+// batcher (settler.go) and a lease heartbeat and lease watch
+// (heartbeat.go). A topic served by HandleTopics shares its pattern's
+// heartbeat and lease watch, and runs its claim loop only while it has
+// timers due (see runner.goIdle); the settle batcher runs only while it
+// has outcomes to settle.
 type runner struct {
 	w     *Worker
 	drv   ontimedriver.Driver
@@ -33,34 +37,45 @@ type runner struct {
 	running int
 	waitq   []*delivery
 
-	// stopClaims is closed to stop the claim loop; claimDone when it has.
+	// stopClaims is closed to stop the claim loop. claims counts the claim
+	// loops that run (one at most; a pattern-served topic's ends when the
+	// topic is idle and starts again when it is due). stateMu guards
+	// claiming (a claim loop runs), stopped (stop has begun: no claim loop
+	// starts) and idleSince (when the claim loop last ended).
 	stopClaims chan struct{}
-	claimDone  chan struct{}
+	claims     sync.WaitGroup
+	stateMu    sync.Mutex
+	claiming   bool
+	stopped    bool
+	idleSince  time.Time
 	// hctx is cancelled when a shutdown runs out of time (it bounds the
 	// heartbeat); the handlers' contexts are cancelled with it, one by one
 	// (cancelHandlers).
 	hctx       context.Context
 	cancelHctx context.CancelFunc
 	forced     atomic.Bool
-	handlers   sync.WaitGroup
+	// extending is set while the pattern's heartbeat extends this topic's
+	// leases.
+	extending atomic.Bool
+	handlers  sync.WaitGroup
 
 	mu       sync.Mutex
 	inflight map[*delivery]struct{}
 
-	settler   settler
+	settler settler
+	// hbDone and watchDone are closed when the heartbeat and the lease
+	// watch end (nil for a pattern-served topic, which has neither).
 	hbDone    chan struct{}
 	watchDone chan struct{}
-	watchPoke chan struct{} // dispatch asks leaseWatch to look again
+	watchPoke chan struct{} // dispatch asks the lease watch to look again
 	finished  chan struct{}
 
 	// pr is the HandleTopics loop that runs this topic, nil for Handle.
 	// Such a runner takes its wake-ups from poke (the loop forwards them
-	// from its one subscription) and ends its claim loop when the topic
-	// is idle (see idleNow).
-	pr      *patternRunner
-	poke    chan time.Time
-	firstAt time.Time // when its first claim is due (local clock); zero: at once
-	parked  atomic.Bool
+	// from its one subscription), ends its claim loop when the topic is
+	// idle (see goIdle) and is started again by the loop (wake).
+	pr   *patternRunner
+	poke chan time.Time
 }
 
 // newRunner returns the runner of a topic; pr is the HandleTopics loop
@@ -70,34 +85,70 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions, pr *patter
 		w: w, drv: w.client.drv, topic: topic, h: h, opts: o,
 		slots:      make(chan struct{}, o.MaxConcurrency+o.ClaimAhead),
 		stopClaims: make(chan struct{}),
-		claimDone:  make(chan struct{}),
 		inflight:   map[*delivery]struct{}{},
-		hbDone:     make(chan struct{}),
-		watchDone:  make(chan struct{}),
-		watchPoke:  make(chan struct{}, 1),
 		finished:   make(chan struct{}),
 		pr:         pr,
 	}
 	if pr != nil {
 		r.poke = make(chan time.Time, 1)
+		r.watchPoke = pr.watchPoke
+	} else {
+		r.hbDone = make(chan struct{})
+		r.watchDone = make(chan struct{})
+		r.watchPoke = make(chan struct{}, 1)
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
 	r.settler.init(r)
 	return r
 }
 
-func (r *runner) start() {
-	go r.settler.run()
-	go r.heartbeat()
-	go r.leaseWatch()
-	go r.claimLoop()
+// start starts serving the topic: its claim loop at once, or at firstAt
+// (local clock) if that is later, and, for a Handle topic, its heartbeat
+// and lease watch.
+func (r *runner) start(firstAt time.Time) {
+	if r.pr == nil {
+		go r.heartbeat()
+		go r.leaseWatch()
+	}
+	r.wake(time.Time{}, firstAt, true)
+}
+
+// wake hands a wake-up (due, on the store's clock; zero: now) to the claim
+// loop if one runs. If none does and start is set, it starts one whose
+// first claim is at firstAt (local clock; zero or past: at once). It
+// reports whether a claim loop runs (or the runner stops, when there is
+// nothing to wake).
+func (r *runner) wake(due, firstAt time.Time, start bool) bool {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	switch {
+	case r.stopped:
+		return true
+	case r.claiming:
+		if r.poke != nil {
+			select {
+			case r.poke <- due:
+			default: // a wake-up is pending already
+			}
+		}
+		return true
+	case !start:
+		return false
+	}
+	r.claiming = true
+	r.claims.Add(1)
+	go r.claimLoop(firstAt)
+	return true
 }
 
 // stop performs the graceful stop of this topic; see Worker.Stop.
 func (r *runner) stop(ctx context.Context) error {
 	defer close(r.finished)
+	r.stateMu.Lock()
+	r.stopped = true
+	r.stateMu.Unlock()
 	close(r.stopClaims)
-	<-r.claimDone
+	r.claims.Wait()
 
 	var err error
 	allDone := make(chan struct{})
@@ -118,8 +169,10 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 	}
 	r.cancelHctx()
-	<-r.hbDone
-	<-r.watchDone
+	if r.pr == nil {
+		<-r.hbDone
+		<-r.watchDone
+	}
 	if n := r.settler.close(ctx); n > 0 && err == nil {
 		// Handlers all returned, but outcomes were given up: the stop was
 		// not clean either.
@@ -148,26 +201,34 @@ func (r *runner) stopping() bool {
 
 // claimLoop claims due timers while handler slots are free and sleeps until
 // the topic's next due instant, a wake-up notification or the poll interval,
-// whichever comes first.
-func (r *runner) claimLoop() {
-	defer close(r.claimDone)
+// whichever comes first. Its first claim is at firstAt (local clock), or at
+// once. A pattern-served topic's claim loop ends when the topic is idle
+// (goIdle).
+func (r *runner) claimLoop(firstAt time.Time) {
+	defer r.claims.Done()
 	var (
-		wake      <-chan time.Time
-		unsub     func()
-		subRetry  time.Time
-		backoff   time.Duration
-		offset    time.Duration // store clock - local clock, from the last claim
-		sleepTmr  = time.NewTimer(time.Hour)
-		ctx, stop = context.WithCancel(context.Background())
+		wake     <-chan time.Time
+		unsub    func()
+		subRetry time.Time
+		backoff  time.Duration
+		offset   time.Duration // store clock - local clock, from the last claim
+		sleepTmr = time.NewTimer(time.Hour)
+		ctx      context.Context
 	)
-	defer stop()
-	go func() {
-		select {
-		case <-r.stopClaims:
-			stop()
-		case <-ctx.Done():
-		}
-	}()
+	if r.pr == nil {
+		// The context of the subscription: cancelled when the claim
+		// loop stops.
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			select {
+			case <-r.stopClaims:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	defer func() {
 		if unsub != nil {
 			unsub()
@@ -176,7 +237,7 @@ func (r *runner) claimLoop() {
 	sleepTmr.Stop()
 	if r.pr != nil {
 		wake = r.poke
-		if d := time.Until(r.firstAt); d > 0 {
+		if d := time.Until(firstAt); d > 0 {
 			// Woken for a timer due a little later: claim then (or
 			// at the next wake-up), not now, when there is nothing.
 			sleepTmr.Reset(d)
@@ -280,14 +341,11 @@ func (r *runner) claimLoop() {
 			continue // maybe more are due
 		}
 
-		if r.pr != nil {
-			// Served from the topic index: an idle topic parks (and
-			// is let go after a while) instead of polling.
-			if parked, end := r.park(res, wake, sleepTmr, offset); end {
-				return
-			} else if parked {
-				continue
-			}
+		if r.goIdle(res) {
+			// Served from the topic index: the claim loop of an idle
+			// topic ends instead of polling, and the pattern's loop
+			// starts it again when the topic is due.
+			return
 		}
 
 		// Nothing more is due now: sleep until the next due instant.
@@ -458,6 +516,9 @@ func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.
 	d.ctx, d.cancel = context.WithCancel(r.w.base)
 	r.mu.Lock()
 	r.inflight[d] = struct{}{}
+	if r.pr != nil && len(r.inflight) == 1 {
+		r.pr.busy(r, true)
+	}
 	r.mu.Unlock()
 	r.handlers.Add(1)
 	r.runMu.Lock()
@@ -494,6 +555,9 @@ func (r *runner) process(d *delivery) {
 		d.cancel()
 		r.mu.Lock()
 		delete(r.inflight, d)
+		if r.pr != nil && len(r.inflight) == 0 {
+			r.pr.busy(r, false)
+		}
 		r.mu.Unlock()
 		<-r.slots
 		r.runNext()

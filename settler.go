@@ -12,22 +12,35 @@ import (
 // settler batches the outcomes of a topic's handlers: whatever is queued
 // when the store is free goes in one Settle call, so the store sees one
 // round trip per batch, not per timer.
+//
+// It has no goroutine of its own while nothing is queued: the first
+// outcome queued starts one, which settles batches until the queue is
+// empty and then ends. A topic served by HandleTopics, of which thousands
+// may be started, so costs its queue's entries and nothing while idle.
 type settler struct {
 	r    *runner
-	mu   sync.RWMutex
+	mu   sync.Mutex
 	open bool
-	ch   chan settleReq
-	done chan struct{}
+	// q holds the outcomes waiting for a Settle call, in order; submit
+	// waits while it holds limit (the handlers wait for the store).
+	q     []settleReq
+	limit int
+	space sync.Cond // on mu: q shrank, or the settler closed
+	// flushing is set while a run goroutine settles q; runs counts them.
+	flushing bool
+	runs     sync.WaitGroup
 
 	// quit is closed when the Stop that closes the settler runs out of
-	// time: from then on a failed Settle is not retried. final is the
-	// parent of every Settle call's context; it is cancelled
-	// storeCallTimeout after quit, which bounds the calls in flight or
-	// still to come.
-	quit        chan struct{}
-	quitOnce    sync.Once
-	final       context.Context
-	cancelFinal context.CancelFunc
+	// time: from then on a failed Settle is not retried. finalAt (local
+	// clock, UnixNano; 0 until quit) is storeCallTimeout after quit: no
+	// Settle call runs past it, which bounds the calls still to come (a
+	// call in flight at quit ends within storeCallTimeout of its start,
+	// so before finalAt too). A deadline, not a parent context: a parent
+	// would keep a set of children per topic, of which a worker serving
+	// HandleTopics has thousands.
+	quit     chan struct{}
+	quitOnce sync.Once
+	finalAt  atomic.Int64
 	// abandoned counts the outcomes given up at shutdown.
 	abandoned atomic.Int64
 }
@@ -49,25 +62,24 @@ const logSampleIDs = 5
 func (s *settler) init(r *runner) {
 	s.r = r
 	s.open = true
-	size := 4 * maxSettleBatch
+	s.space.L = &s.mu
+	s.limit = 4 * maxSettleBatch
 	if r.pr != nil {
 		// A topic served by HandleTopics runs only while it has timers:
-		// thousands of them may start and stop every second, and a
-		// queue of 2,048 outcomes (about 200 KB) each would be most of
-		// what they allocate. Its claimed timers (the slots) bound what
-		// it queues, but for outcomes a stop or an outage leaves behind.
-		size = max(2*cap(r.slots), 16)
+		// its claimed timers (the slots) bound what it queues, but for
+		// outcomes a stop or an outage leaves behind.
+		s.limit = max(2*cap(r.slots), 16)
 	}
-	s.ch = make(chan settleReq, size)
-	s.done = make(chan struct{})
 	s.quit = make(chan struct{})
-	s.final, s.cancelFinal = context.WithCancel(context.Background())
 }
 
 func (s *settler) submit(req settleReq) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	for s.open && len(s.q) >= s.limit {
+		s.space.Wait()
+	}
 	if !s.open {
+		s.mu.Unlock()
 		// Only a handler abandoned at shutdown gets here; its lease expires
 		// and the timer is delivered again.
 		if req.reply != nil {
@@ -75,7 +87,13 @@ func (s *settler) submit(req settleReq) {
 		}
 		return
 	}
-	s.ch <- req
+	s.q = append(s.q, req)
+	if !s.flushing {
+		s.flushing = true
+		s.runs.Add(1)
+		go s.run()
+	}
+	s.mu.Unlock()
 }
 
 // close stops taking outcomes and waits until the queued ones are settled.
@@ -88,23 +106,28 @@ func (s *settler) submit(req settleReq) {
 func (s *settler) close(ctx context.Context) int64 {
 	s.mu.Lock()
 	s.open = false
-	close(s.ch)
+	s.space.Broadcast()
+	flushing := s.flushing
 	s.mu.Unlock()
-	select {
-	case <-s.done:
-	case <-ctx.Done():
-		s.giveUp()
-		<-s.done
+	if flushing {
+		done := make(chan struct{})
+		go func() { s.runs.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.giveUp()
+			<-done
+		}
 	}
-	s.cancelFinal()
+	s.runs.Wait()
 	return s.abandoned.Load()
 }
 
 // giveUp stops the retries (see close).
 func (s *settler) giveUp() {
 	s.quitOnce.Do(func() {
+		s.finalAt.Store(time.Now().Add(storeCallTimeout(s.r.opts.Lease)).UnixNano())
 		close(s.quit)
-		time.AfterFunc(storeCallTimeout(s.r.opts.Lease), s.cancelFinal)
 	})
 }
 
@@ -117,27 +140,38 @@ func (s *settler) quitting() bool {
 	}
 }
 
+// run settles what is queued, a batch at a time, and ends when the queue
+// is empty.
 func (s *settler) run() {
-	defer close(s.done)
-	batch := make([]settleReq, 0, maxSettleBatch)
-	for req := range s.ch {
-		batch = s.fill(append(batch[:0], req))
+	defer s.runs.Done()
+	var batch []settleReq
+	for {
+		batch = s.fill(batch[:0])
+		if len(batch) == 0 {
+			return // fill cleared flushing
+		}
 		s.flush(batch)
+		clear(batch)
 	}
 }
 
-// fill adds what is queued to batch, without waiting, up to maxSettleBatch.
+// fill adds what is queued to batch, without waiting, up to
+// maxSettleBatch. When it returns an empty batch, the run goroutine that
+// called it must end: it is no longer flushing.
 func (s *settler) fill(batch []settleReq) []settleReq {
-	for len(batch) < maxSettleBatch {
-		select {
-		case more, ok := <-s.ch:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, more)
-		default:
-			return batch
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(len(s.q), maxSettleBatch-len(batch))
+	if n > 0 {
+		batch = append(batch, s.q[:n]...)
+		rest := copy(s.q, s.q[n:])
+		clear(s.q[rest:])
+		s.q = s.q[:rest]
+		s.space.Broadcast()
+	}
+	if len(batch) == 0 {
+		s.flushing = false
+		s.q = nil // an idle topic keeps no queue
 	}
 	return batch
 }
@@ -154,7 +188,11 @@ func (s *settler) flush(batch []settleReq) {
 		for i := range batch {
 			ops[i] = batch[i].op
 		}
-		ctx, cancel := context.WithTimeout(s.final, storeCallTimeout(r.opts.Lease))
+		deadline := time.Now().Add(storeCallTimeout(r.opts.Lease))
+		if f := s.finalAt.Load(); f != 0 && f < deadline.UnixNano() {
+			deadline = time.Unix(0, f)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		res, err := r.drv.Settle(ctx, r.topic, ops)
 		cancel()
 		if err == nil {
@@ -207,10 +245,10 @@ func (s *settler) flush(batch []settleReq) {
 			return
 		}
 		// Interrupted by a shutdown that gave up, the loop makes its one
-		// last try (bounded by s.final) at once.
+		// last try (bounded by finalAt) at once.
 		backoff = nextBackoff(backoff, maxOutageBackoff)
 		s.sleep(backoff)
-		batch = s.fill(batch)
+		batch = s.fill(batch) // not empty: flushing stays set
 	}
 }
 

@@ -18,13 +18,13 @@ import (
 //
 // One loop serves all the matching topics from the store's topic index
 // (see ontimedriver.TopicIndex), however many there are: it asks the
-// store which topics have a timer due, and starts serving a topic (a
-// claim loop, a lease heartbeat and a settle batcher, as Handle does)
-// only while it has timers due or in flight; a topic whose next timer is
-// more than a PollInterval away is let go until the index says it is
-// due. So an idle topic costs nothing, and a worker with 100,000 topics
-// asks the store once per PollInterval, or at the next due instant, or
-// when a publish wakes it.
+// store which topics have a timer due, and runs a topic's claim loop
+// only while it has timers due; a topic whose next timer is more than a
+// PollInterval away is left alone until the index says it is due. One
+// lease heartbeat and one lease watch serve the running handlers of all
+// the topics. So an idle topic costs no goroutine and no store call, and
+// a worker with 100,000 topics asks the store once per PollInterval, or
+// at the next due instant, or when a publish wakes it.
 //
 // opts apply to each topic on its own: MaxConcurrency is per topic, as
 // with Handle. A topic registered with Handle is served by that handler,
@@ -98,16 +98,29 @@ type patternRunner struct {
 	opts    TopicOptions
 
 	// active is owned by the loop goroutine (and by stop, after the loop
-	// has ended).
+	// has ended): the topics started, whether their claim loops run or
+	// they are idle.
 	active map[string]*runner
-	// idle receives a runner whose claim loop found its topic idle and
-	// ended; the loop lets it go.
-	idle chan *runner
 	// leaving counts the runners let go that are still stopping.
 	leaving sync.WaitGroup
-	// linger is how long an idle topic's runner stays parked before it
-	// is let go (see runner.park).
+	// linger is how long an idle topic's runner is kept (its claim loop
+	// ended, nothing running) before it is let go (see retireIdle).
 	linger time.Duration
+	// onRetire, if set (by tests, before the worker runs), is called by
+	// the loop with each topic it lets go.
+	onRetire func(topic string)
+
+	// busyMu guards busyRunners: the topics with running (or claimed)
+	// handlers, whose leases the heartbeat extends and the lease watch
+	// watches. A runner's mu is taken before busyMu, never after.
+	busyMu      sync.Mutex
+	busyRunners map[*runner]struct{}
+	watchPoke   chan struct{} // dispatch asks leaseWatch to look again
+	// keepers counts the heartbeat and lease watch goroutines (and the
+	// extensions the heartbeat runs); keepCtx ends them.
+	keepers    sync.WaitGroup
+	keepCtx    context.Context
+	cancelKeep context.CancelFunc
 
 	quit     chan struct{}
 	loopDone chan struct{}
@@ -115,18 +128,26 @@ type patternRunner struct {
 }
 
 func newPatternRunner(w *Worker, idx ontimedriver.TopicIndex, pattern string, h rawHandler, o TopicOptions) *patternRunner {
-	return &patternRunner{
+	p := &patternRunner{
 		w: w, idx: idx, pattern: pattern, h: h, opts: o,
-		active:   map[string]*runner{},
-		linger:   max(10*o.PollInterval, 10*time.Second),
-		idle:     make(chan *runner),
-		quit:     make(chan struct{}),
-		loopDone: make(chan struct{}),
-		finished: make(chan struct{}),
+		active:      map[string]*runner{},
+		linger:      max(10*o.PollInterval, 10*time.Second),
+		busyRunners: map[*runner]struct{}{},
+		watchPoke:   make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		loopDone:    make(chan struct{}),
+		finished:    make(chan struct{}),
 	}
+	p.keepCtx, p.cancelKeep = context.WithCancel(context.Background())
+	return p
 }
 
-func (p *patternRunner) start() { go p.loop() }
+func (p *patternRunner) start() {
+	p.keepers.Add(2)
+	go p.heartbeat()
+	go p.leaseWatch()
+	go p.loop()
+}
 
 // owns reports whether this pattern serves topic: no exact handler has it
 // and no pattern registered before this one matches it.
@@ -148,33 +169,38 @@ func (p *patternRunner) owns(topic string) bool {
 	return true
 }
 
-// activate makes sure topic has a running runner; due is passed on as a
-// wake-up to a runner that already runs. A new runner makes its first
-// claim at once, or at firstAt (local clock) if that is set: a topic
-// woken for a timer due a little later is not claimed before then.
-func (p *patternRunner) activate(topic string, due, firstAt time.Time) {
-	if r, ok := p.active[topic]; ok {
-		select {
-		case r.poke <- due:
-		default: // a wake-up is pending already
-		}
-		return
-	}
+// activate starts serving topic, which has no runner: its first claim is
+// at once, or at firstAt (local clock) if that is set: a topic woken for
+// a timer due a little later is not claimed before then.
+func (p *patternRunner) activate(topic string, firstAt time.Time) {
 	if !p.owns(topic) {
 		return
 	}
 	r := newRunner(p.w, topic, p.h, p.opts, p)
-	r.firstAt = firstAt
 	p.active[topic] = r
-	r.start()
+	r.start(firstAt)
 }
 
-// letGo stops a runner whose claim loop found its topic idle. A wake-up
-// forwarded to it after its last claim (still in its poke buffer) starts
-// the topic again at once.
+// retireIdle lets go of the runners that have been idle (no claim loop,
+// nothing claimed) for the linger time: an idle runner costs no goroutine,
+// but its memory; keeping it a while spares a topic that gets a timer
+// every few seconds the allocation of a new one per timer.
+func (p *patternRunner) retireIdle() {
+	now := time.Now()
+	for _, r := range p.active {
+		if r.retire(now, p.linger) {
+			p.letGo(r)
+		}
+	}
+}
+
+// letGo stops a runner retired by retireIdle.
 func (p *patternRunner) letGo(r *runner) {
 	if p.active[r.topic] == r {
 		delete(p.active, r.topic)
+	}
+	if p.onRetire != nil {
+		p.onRetire(r.topic)
 	}
 	p.leaving.Add(1)
 	go func() {
@@ -185,11 +211,6 @@ func (p *patternRunner) letGo(r *runner) {
 			p.w.log.Warn("ontime: an idle topic did not stop cleanly", "topic", r.topic, "err", err)
 		}
 	}()
-	select {
-	case due := <-r.poke:
-		p.activate(r.topic, due, time.Time{})
-	default:
-	}
 }
 
 // loop asks the index for due topics and starts them; it sleeps until the
@@ -204,6 +225,7 @@ func (p *patternRunner) loop() {
 		backoff  time.Duration
 		offset   time.Duration // store clock - local clock
 		repaired = time.Now()
+		swept    = time.Now()
 		sleepTmr = time.NewTimer(time.Hour)
 	)
 	sleepTmr.Stop()
@@ -281,26 +303,24 @@ func (p *patternRunner) loop() {
 		p.w.health.ok()
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
-		// Start the topics due within the horizon that are not running,
-		// each at its instant. A running topic is its runner's business:
-		// the runner knows its next instant, and is woken by publishes.
+		// Start the claim loops of the topics due within the horizon
+		// that have none, each at its instant. A running claim loop is
+		// its runner's business: it knows its topic's next instant, and
+		// is woken by publishes.
 		for i, t := range res.Topics {
-			if r, running := p.active[t]; running {
-				// A busy runner knows its topic's next instant; a
-				// parked one is poked with it.
-				if r.parked.Load() && i < len(res.At) {
-					select {
-					case r.poke <- res.At[i]:
-					default:
-					}
-				}
-				continue
-			}
 			var first time.Time
 			if i < len(res.At) && res.At[i].After(res.Now) {
 				first = res.At[i].Add(-offset)
 			}
-			p.activate(t, time.Time{}, first)
+			if r, ok := p.active[t]; ok {
+				r.resume(first)
+				continue
+			}
+			p.activate(t, first)
+		}
+		if localNow.Sub(swept) >= max(p.linger/10, time.Second) {
+			p.retireIdle()
+			swept = localNow
 		}
 
 		// Ask again after a poll interval (the horizon: every topic due
@@ -326,8 +346,9 @@ func (p *patternRunner) loop() {
 }
 
 // wait sleeps until deadline (local clock), handing wake-ups of running
-// topics to their runners and idle runners to letGo; a wake-up for a
-// topic that is not running brings the deadline forward to its due time.
+// topics to their claim loops; a wake-up for a topic that has none starts
+// it if the timer is due within a poll interval, and otherwise brings the
+// deadline forward to its due time.
 // It returns false when the loop must stop. A closed wake channel is set
 // to nil.
 func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.TopicWake, tmr *time.Timer, offset time.Duration) bool {
@@ -344,9 +365,6 @@ func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.Topic
 		select {
 		case <-tmr.C:
 			return true
-		case r := <-p.idle:
-			stopTimer(tmr)
-			p.letGo(r)
 		case wk, ok := <-ch:
 			stopTimer(tmr)
 			if !ok {
@@ -356,22 +374,23 @@ func (p *patternRunner) wait(deadline time.Time, wake *<-chan ontimedriver.Topic
 			if wk.Topic == "" {
 				return true // any topic: ask the index again
 			}
-			if _, running := p.active[wk.Topic]; running {
-				p.activate(wk.Topic, wk.Due, time.Time{})
-				continue
-			}
-			// A timer due within a poll interval: start its topic now
-			// (its runner sleeps until the timer is due). On a Redis
-			// Cluster the index hint follows the wake-up, so the index
-			// may not list the topic yet. A later one: ask the index
-			// then.
+			// A running claim loop takes the wake-up. A timer due
+			// within a poll interval: start its topic's claim loop now
+			// (it sleeps until the timer is due). On a Redis Cluster
+			// the index hint follows the wake-up, so the index may not
+			// list the topic yet. A later one: ask the index then.
+			var first time.Time
 			local := wk.Due.Add(-offset)
-			if wk.Due.IsZero() {
-				p.activate(wk.Topic, wk.Due, time.Time{})
-				continue
+			if !wk.Due.IsZero() {
+				first = local
 			}
-			if time.Until(local) <= p.opts.PollInterval {
-				p.activate(wk.Topic, wk.Due, local)
+			near := wk.Due.IsZero() || time.Until(local) <= p.opts.PollInterval
+			if r, ok := p.active[wk.Topic]; ok {
+				if r.wake(wk.Due, first, near) {
+					continue
+				}
+			} else if near {
+				p.activate(wk.Topic, first)
 				continue
 			}
 			if local.Before(deadline) {
@@ -437,82 +456,158 @@ func (p *patternRunner) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.leaving.Wait()
+	p.cancelKeep()
+	p.keepers.Wait()
 	return errs
 }
 
-// park is called by a pattern-served runner's claim loop after a claim
-// that took fewer timers than it asked for. The topic is idle when its
-// next timer (or lease deadline: its running timers' included) is more
-// than a poll interval away, or it has none: then the runner parks
-// (reported true), asking the store nothing, until
-// the pattern loop pokes it (a publish to the topic, or the topic's
-// instant coming within the loop's horizon) and the poked instant comes,
-// after which the claim loop claims again; or until it has been parked for
-// the loop's linger time with nothing running, when it hands itself to the
-// loop to be stopped (end true; also when the runner stops). Its running
-// handlers need no claim loop: an outcome that reschedules a timer
-// publishes a wake-up, and a lease that runs out is the topic's next
-// instant in the index, so either pokes the runner. A parked runner costs its
-// goroutines' memory and nothing per poll; keeping it for a while spares
-// a topic that gets a timer every few seconds a stop and a start per
-// timer.
-func (r *runner) park(res *ontimedriver.ClaimResult, wake <-chan time.Time, tmr *time.Timer, offset time.Duration) (parked, end bool) {
+// goIdle is called by a claim loop after a claim that took fewer timers
+// than it asked for. For a pattern-served topic whose next timer (or lease
+// deadline: its running timers' included) is more than a poll interval
+// away, or that has none, it reports true: the claim loop ends, asking the
+// store nothing, until the pattern loop starts it again (wake, resume): a
+// publish to the topic, or the topic's instant coming within the loop's
+// horizon. Its running handlers need no claim loop: an outcome that
+// reschedules a timer publishes a wake-up, and a lease that runs out is
+// the topic's next instant in the index, so either starts it again. A
+// wake-up forwarded to the claim loop since its claim keeps it running.
+func (r *runner) goIdle(res *ontimedriver.ClaimResult) bool {
 	if r.pr == nil {
-		return false, false
+		return false
 	}
 	if !res.Next.IsZero() && res.Next.Sub(res.Now) <= r.opts.PollInterval {
-		return false, false
+		return false
 	}
-	r.parked.Store(true)
-	defer r.parked.Store(false)
-	linger := time.NewTimer(r.pr.linger)
-	defer linger.Stop()
-	var at time.Time // when to claim (local clock); zero: no poke yet
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	if len(r.poke) > 0 || r.stopped {
+		// A wake-up came since the claim (the claim loop's sleep takes
+		// it), or a stop began (the claim loop sees it).
+		return false
+	}
+	r.claiming = false
+	r.idleSince = time.Now()
+	return true
+}
+
+// resume starts the claim loop of an idle pattern-served topic, first
+// claiming at firstAt (local clock; zero: at once); a running claim loop
+// knows its topic's next instant already.
+func (r *runner) resume(firstAt time.Time) {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	if r.claiming || r.stopped {
+		return
+	}
+	r.claiming = true
+	r.claims.Add(1)
+	go r.claimLoop(firstAt)
+}
+
+// retire reports whether the runner has been idle since linger before now
+// with nothing claimed; then it may start no claim loop again, and its
+// pattern loop lets it go.
+func (r *runner) retire(now time.Time, linger time.Duration) bool {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	if r.claiming || r.stopped || now.Sub(r.idleSince) < linger || len(r.slots) > 0 {
+		return false
+	}
+	r.stopped = true
+	return true
+}
+
+// busy adds r to the topics whose leases the heartbeat and the lease watch
+// keep (on), or removes it. It is called with r.mu held, when r.inflight
+// gets its first delivery or loses its last.
+func (p *patternRunner) busy(r *runner, on bool) {
+	p.busyMu.Lock()
+	if on {
+		p.busyRunners[r] = struct{}{}
+	} else {
+		delete(p.busyRunners, r)
+	}
+	p.busyMu.Unlock()
+}
+
+// busyList appends the topics with running handlers to rs.
+func (p *patternRunner) busyList(rs []*runner) []*runner {
+	p.busyMu.Lock()
+	defer p.busyMu.Unlock()
+	for r := range p.busyRunners {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// heartbeat extends the leases of the running handlers of every topic
+// every Lease/3: one store call per topic (Extend takes one topic), the
+// topics' calls concurrent, so that a slow topic does not hold up the
+// others. A topic whose previous extension is still running is skipped.
+// See runner.heartbeat, which does the same for one topic.
+func (p *patternRunner) heartbeat() {
+	defer p.keepers.Done()
+	if p.opts.DisableHeartbeat {
+		return
+	}
+	t := time.NewTicker(p.opts.Lease / 3)
+	defer t.Stop()
+	var rs []*runner
 	for {
-		var tc <-chan time.Time
-		if !at.IsZero() {
-			d := time.Until(at)
-			if d <= 0 {
-				return true, false
-			}
-			tmr.Reset(d)
-			tc = tmr.C
-		}
 		select {
-		case <-tc:
-			return true, false
-		case due := <-wake:
-			if !at.IsZero() {
-				stopTimer(tmr)
-			}
-			local := due.Add(-offset)
-			if due.IsZero() || !local.After(time.Now()) {
-				return true, false
-			}
-			if at.IsZero() || local.Before(at) {
-				at = local
-			}
-		case <-linger.C:
-			if !at.IsZero() {
-				stopTimer(tmr)
-				return true, false // poked meanwhile: claim now, park again later
-			}
-			if len(r.slots) > 0 {
-				linger.Reset(r.pr.linger) // handlers still run: not idle
+		case <-p.keepCtx.Done():
+			return
+		case <-t.C:
+		}
+		rs = p.busyList(rs[:0])
+		for _, r := range rs {
+			if r.hctx.Err() != nil || !r.extending.CompareAndSwap(false, true) {
 				continue
 			}
-			select {
-			case r.pr.idle <- r:
-			case <-r.stopClaims:
-			case <-r.pr.quit:
-				<-r.stopClaims // the loop's stop stops every runner it has
-			}
-			return true, true
-		case <-r.stopClaims:
-			if !at.IsZero() {
-				stopTimer(tmr)
-			}
-			return true, true
+			p.keepers.Add(1)
+			go func() {
+				defer p.keepers.Done()
+				defer r.extending.Store(false)
+				var sc leaseScratch
+				again := true
+				for again && r.hctx.Err() == nil {
+					again = r.extendLeases(&sc)
+				}
+			}()
 		}
+		clear(rs)
+	}
+}
+
+// leaseWatch cancels the handlers of every topic whose lease deadline
+// (less leaseMargin) passes without an extension; see runner.leaseWatch,
+// which does the same for one topic.
+func (p *patternRunner) leaseWatch() {
+	defer p.keepers.Done()
+	idle := p.opts.Lease / 3
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	var (
+		rs     []*runner
+		sample []string
+	)
+	for {
+		select {
+		case <-p.keepCtx.Done():
+			return
+		case <-t.C:
+		case <-p.watchPoke:
+			t.Stop()
+		}
+		now := time.Now().UnixNano()
+		next := now + int64(idle)
+		rs = p.busyList(rs[:0])
+		for _, r := range rs {
+			if r.hctx.Err() == nil {
+				next = r.watchLeases(now, next, &sample)
+			}
+		}
+		clear(rs)
+		t.Reset(time.Duration(next - time.Now().UnixNano()))
 	}
 }

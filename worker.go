@@ -187,7 +187,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.base = context.WithoutCancel(ctx)
 	for _, r := range runners {
-		r.start()
+		r.start(time.Time{})
 	}
 	for _, p := range patterns {
 		p.start()

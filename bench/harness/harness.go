@@ -180,6 +180,10 @@ type Config struct {
 	// lateness run spreads Rate timers/s over (next to the same load on
 	// one topic). Default 10,000.
 	ManyTopicsLatenessTopics int `json:"manytopics_lateness_topics"`
+	// ManyTopicsLatenessOnly skips the many-topics scenario's idle
+	// measurement (and the build of `ontime serve` it needs), for
+	// iterating on the lateness part. Default false: both.
+	ManyTopicsLatenessOnly bool `json:"manytopics_lateness_only,omitempty"`
 	// OntimeBin is the ontime binary of this tree for the HTTP and
 	// many-topics scenarios; default: built with go build from the tree
 	// the harness runs in.

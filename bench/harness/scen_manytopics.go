@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,54 @@ func (b *bench) manyTopics(ctx context.Context) {
 	res := &ManyTopicsResult{}
 	b.rep.ManyTopics = res
 
+	if !cfg.ManyTopicsLatenessOnly {
+		b.manyTopicsIdleAll(ctx, res)
+	}
+
+	// The one-topic and the many-topic runs alternate (1, N, 1, N, ...),
+	// so that on a machine whose load changes the ratio of each pair is
+	// measured under about the same load.
+	lrs := []*ManyTopicsLateness{
+		{Topics: 1, How: "Handle"},
+		{Topics: cfg.ManyTopicsLatenessTopics, How: "HandleTopics"},
+	}
+runs:
+	for run := range cfg.Runs {
+		for _, lr := range lrs {
+			if ctx.Err() != nil {
+				return
+			}
+			if lr.Err != "" {
+				break runs
+			}
+			r, samples, err := b.manyTopicsLateness(ctx, lr.Topics, run)
+			if err != nil {
+				lr.Err = err.Error()
+				b.errorf("manytopics lateness %d topics run %d: %v", lr.Topics, run+1, err)
+				break runs
+			}
+			b.logf("manytopics lateness %5d topics (%s) run %d: p50 %.2fms p99 %.2fms max %.1fms early %.1f%% lost %d, at %.0f/s",
+				lr.Topics, lr.How, run+1, r.Summary.P50, r.Summary.P99, r.Summary.Max, 100*r.Summary.EarlyShare, r.Lost, r.Rate)
+			lr.Runs = append(lr.Runs, r)
+			lr.samples = append(lr.samples, samples...)
+		}
+		if len(lrs[0].Runs) == run+1 && len(lrs[1].Runs) == run+1 && lrs[0].Runs[run].Summary.P99 > 0 {
+			b.logf("manytopics lateness run %d: p99 %d topics / 1 topic = %.2f×", run+1, lrs[1].Topics,
+				lrs[1].Runs[run].Summary.P99/lrs[0].Runs[run].Summary.P99)
+		}
+	}
+	for _, lr := range lrs {
+		sums := make([]LatencySummary, len(lr.Runs))
+		for i, r := range lr.Runs {
+			sums[i] = r.Summary
+		}
+		lr.Median = medianSummary(sums)
+		res.Lateness = append(res.Lateness, *lr)
+	}
+}
+
+// manyTopicsIdleAll measures the idle cost for each of ManyTopicsCounts.
+func (b *bench) manyTopicsIdleAll(ctx context.Context, res *ManyTopicsResult) {
 	tmp, err := os.MkdirTemp(benchDataDir(), "ontime-bench-topics-")
 	if err != nil {
 		b.errorf("manytopics: %v", err)
@@ -72,7 +121,7 @@ func (b *bench) manyTopics(ctx context.Context) {
 		b.errorf("manytopics: %v", err)
 		return
 	}
-	for _, n := range cfg.ManyTopicsCounts {
+	for _, n := range b.cfg.ManyTopicsCounts {
 		if ctx.Err() != nil {
 			return
 		}
@@ -83,35 +132,6 @@ func (b *bench) manyTopics(ctx context.Context) {
 			b.logf("manytopics idle %7d topics: server %.2f%% of a core, redis-server %.2f%%", n, r.ServerPct, r.RedisPct)
 		}
 		res.Idle = append(res.Idle, r)
-	}
-
-	for _, topics := range []int{1, cfg.ManyTopicsLatenessTopics} {
-		how := "HandleTopics"
-		if topics == 1 {
-			how = "Handle"
-		}
-		lr := ManyTopicsLateness{Topics: topics, How: how}
-		for run := range cfg.Runs {
-			if ctx.Err() != nil {
-				return
-			}
-			r, samples, err := b.manyTopicsLateness(ctx, topics, run)
-			if err != nil {
-				lr.Err = err.Error()
-				b.errorf("manytopics lateness %d topics run %d: %v", topics, run+1, err)
-				break
-			}
-			b.logf("manytopics lateness %5d topics (%s) run %d: p50 %.2fms p99 %.2fms max %.1fms early %.1f%% lost %d, at %.0f/s",
-				topics, how, run+1, r.Summary.P50, r.Summary.P99, r.Summary.Max, 100*r.Summary.EarlyShare, r.Lost, r.Rate)
-			lr.Runs = append(lr.Runs, r)
-			lr.samples = append(lr.samples, samples...)
-		}
-		sums := make([]LatencySummary, len(lr.Runs))
-		for i, r := range lr.Runs {
-			sums[i] = r.Summary
-		}
-		lr.Median = medianSummary(sums)
-		res.Lateness = append(res.Lateness, lr)
 	}
 }
 
@@ -255,16 +275,29 @@ func (b *bench) manyTopicsLateness(ctx context.Context, topics, run int) (Latene
 		return LatenessRun{}, nil, fmt.Errorf("warm-up: %w", err)
 	}
 	cur.Store(t) // warm-up timers still due now are not counted in t
+	c0, r0 := procCPU(os.Getpid()), redisCPU(ctx, b.admin)
 	took, perr := b.paceTopics(ctx, client, t, n, topics)
 	if perr != nil {
 		return LatenessRun{}, nil, fmt.Errorf("publish: %w", perr)
 	}
+	// What the worker holds at the end of the publishing (the harness's
+	// own goroutines and heap included, the same in both runs).
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.logf("manytopics lateness %5d topics run %d: at the end of publishing %d goroutines, heap %.1f MB in use, %d GCs so far",
+		topics, run+1, runtime.NumGoroutine(), float64(ms.HeapInuse)/1e6, ms.NumGC)
 	wctx, cancel := context.WithTimeout(ctx, cfg.DelayMax+20*time.Second)
 	defer cancel()
 	select {
 	case <-t.done:
 	case <-wctx.Done():
 	}
+	// CPU per timer (publishing included, the same in both runs): on a
+	// machine shared with other work, lateness is noisy, CPU time much
+	// less so.
+	c1, r1 := procCPU(os.Getpid()), redisCPU(ctx, b.admin)
+	b.logf("manytopics lateness %5d topics run %d: CPU per timer: harness (publishers + worker) %.1f µs, redis-server %.1f µs",
+		topics, run+1, (c1-c0)*1e6/float64(n), (r1-r0)*1e6/float64(n))
 	samples := t.latenessMs()
 	return LatenessRun{
 		Summary:     summarize(samples),

@@ -73,7 +73,7 @@ func TestSIGKILL(t *testing.T) {
 		t.Run("ack="+mode, func(t *testing.T) { runKill(t, bin, mode, 1, p) })
 	}
 	// The same over 20 topics served by HandleTopics (the topic index,
-	// parked and restarted topics): each worker runs up to MaxConcurrency
+	// idle and restarted topics): each worker runs up to MaxConcurrency
 	// handlers per topic.
 	t.Run("ack=return/HandleTopics", func(t *testing.T) { runKill(t, bin, "return", 20, p) })
 }

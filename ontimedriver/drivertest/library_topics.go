@@ -187,7 +187,7 @@ func libTopicsTwoWorkers(l *lib) {
 
 // libTopicsLongHandler: a handler that runs past its lease several times
 // (the heartbeat extends it) on a topic served by HandleTopics, whose
-// runner parks while the handler runs: delivered once, and the topic's
+// claim loop ends while the handler runs: delivered once, and the topic's
 // next timer, due while the handler runs, is delivered on time.
 func libTopicsLongHandler(l *lib) {
 	topicIndexOf(l)

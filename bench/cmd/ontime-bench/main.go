@@ -60,6 +60,7 @@ func run() error {
 		httpBase  = flag.String("http-baseline", "", "git ref whose ontime the http scenario also measures, as its baseline (e.g. a commit before a change)")
 		httpFor   = flag.Duration("http-for", 0, "http scenario: sending time per run (default 8s)")
 		ontimeBin = flag.String("ontime-bin", "", "ontime binary for the http scenario (default: go build ./cmd/ontime from this tree)")
+		mtLatOnly = flag.Bool("manytopics-lateness-only", false, "manytopics scenario: measure only the lateness part (no idle `ontime serve` runs)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
 		retarget  = flag.Bool("retarget", false, "measure nothing: evaluate the targets of -out's bench/results.json again and rewrite it and BENCHMARKS.md (charts kept)")
 	)
@@ -134,6 +135,7 @@ func run() error {
 	setDur(&cfg.KafkaFor, *kafkaFor)
 	setDur(&cfg.HTTPFor, *httpFor)
 	cfg.HTTPBaseline, cfg.OntimeBin = *httpBase, *ontimeBin
+	cfg.ManyTopicsLatenessOnly = *mtLatOnly
 	if *scale != "" {
 		cfg.ScaleSizes = nil
 		for _, f := range strings.Split(*scale, ",") {
