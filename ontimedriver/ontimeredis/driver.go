@@ -46,6 +46,8 @@ type Driver struct {
 	registered sync.Map
 
 	hub hub
+	// pool runs the calls bounded cannot run on the caller's goroutine.
+	pool callPool
 }
 
 var _ ontimedriver.Driver = (*Driver)(nil)
@@ -81,6 +83,7 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 		d.idx = idxNone
 	}
 	d.hub.init(d)
+	d.pool.init()
 	return d, nil
 }
 
@@ -106,9 +109,9 @@ func honoursContext(rdb redis.UniversalClient) bool {
 // context's deadline, whether or not the client was built with
 // ContextTimeoutEnabled. When the client honours contexts itself (or ctx
 // can never end) fn runs on the caller's goroutine. Otherwise it runs on
-// its own, and a call cut short keeps running there until the client's own
-// timeouts end it (its connection stays busy until then); its result is
-// dropped. Like any timed-out call, it may or may not have been applied.
+// a goroutine of the driver's call pool (see callPool), and a call cut
+// short keeps running there until the client's own timeouts end it (its
+// connection stays busy until then); its result is dropped. Like any timed-out call, it may or may not have been applied.
 func bounded[T any](d *Driver, ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
 	if d.ctxBound || ctx.Done() == nil {
 		return fn(ctx)
@@ -122,10 +125,10 @@ func bounded[T any](d *Driver, ctx context.Context, fn func(context.Context) (T,
 		err error
 	}
 	ch := make(chan result, 1)
-	go func() {
+	d.pool.run(func() {
 		v, err := fn(ctx)
 		ch <- result{v, err}
-	}()
+	})
 	select {
 	case r := <-ch:
 		return r.v, r.err
@@ -160,6 +163,7 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	d.hub.close()
+	d.pool.close()
 	return nil
 }
 
