@@ -316,6 +316,9 @@ func (r *runner) claimLoop(firstAt time.Time) {
 		r.w.health.ok()
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
+		if r.pr != nil {
+			r.pr.claimed(offset)
+		}
 		r.releaseSlots(n - len(res.Timers))
 		// The store leased the timers at some instant between sent and
 		// now; the lease deadline on the local clock is taken from sent,
