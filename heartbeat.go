@@ -2,38 +2,114 @@ package ontime
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-// heartbeat extends the leases of running handlers, all of a topic's in one
-// store call every Lease/3. A lease found lost cancels its handler's
-// context; the handler's result is then not acked. A lease that cannot be
-// extended (the store unreachable) runs out: leaseWatch cancels its handler
-// before the store can hand the timer to another worker.
-//
-// A topic served by HandleTopics has no heartbeat of its own: its pattern's
-// (patternRunner.heartbeat) extends the leases of all its topics.
-func (r *runner) heartbeat() {
-	defer close(r.hbDone)
-	if r.opts.DisableHeartbeat {
-		<-r.hctx.Done()
+// leaseKeeper extends the leases of the running handlers of a set of
+// topics (heartbeat) and cancels the handlers whose leases run out without
+// an extension (leaseWatch). A Handle topic has one of its own; the topics
+// of a HandleTopics pattern share their pattern's, so that thousands of
+// started topics do not each keep two goroutines.
+type leaseKeeper struct {
+	lease   time.Duration
+	disable bool // TopicOptions.DisableHeartbeat: no extension, only the watch
+
+	// mu guards busy: the topics with running (or claimed) handlers. A
+	// runner's mu is taken before mu, never after.
+	mu   sync.Mutex
+	busy map[*runner]struct{}
+	// poke asks leaseWatch to look again (dispatch, after a slow claim).
+	poke chan struct{}
+	// wg counts the heartbeat and lease watch goroutines and the
+	// extensions the heartbeat runs; ctx ends them.
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newLeaseKeeper(o TopicOptions) *leaseKeeper {
+	k := &leaseKeeper{lease: o.Lease, disable: o.DisableHeartbeat, busy: map[*runner]struct{}{}, poke: make(chan struct{}, 1)}
+	k.ctx, k.cancel = context.WithCancel(context.Background())
+	return k
+}
+
+func (k *leaseKeeper) start() {
+	k.wg.Add(2)
+	go k.heartbeat()
+	go k.leaseWatch()
+}
+
+// stop ends the heartbeat and the lease watch and waits for them.
+func (k *leaseKeeper) stop() {
+	k.cancel()
+	k.wg.Wait()
+}
+
+// setBusy adds r to the topics whose leases are kept (on), or removes it.
+// It is called with r.mu held, when r.inflight gets its first delivery or
+// loses its last.
+func (k *leaseKeeper) setBusy(r *runner, on bool) {
+	k.mu.Lock()
+	if on {
+		k.busy[r] = struct{}{}
+	} else {
+		delete(k.busy, r)
+	}
+	k.mu.Unlock()
+}
+
+// busyList appends the topics with running handlers to rs.
+func (k *leaseKeeper) busyList(rs []*runner) []*runner {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for r := range k.busy {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// heartbeat extends the leases of running handlers every Lease/3: all of a
+// topic's in one store call (Extend takes one topic), the topics' calls
+// concurrent, so that a slow topic does not hold up the others. A topic
+// whose previous extension is still running is skipped. A lease found lost
+// cancels its handler's context; the handler's result is then not acked. A
+// lease that cannot be extended (the store unreachable) runs out:
+// leaseWatch cancels its handler before the store can hand the timer to
+// another worker.
+func (k *leaseKeeper) heartbeat() {
+	defer k.wg.Done()
+	if k.disable {
 		return
 	}
-	t := time.NewTicker(r.opts.Lease / 3)
+	t := time.NewTicker(k.lease / 3)
 	defer t.Stop()
-	var sc leaseScratch
-	again := false
+	var rs []*runner
 	for {
-		if !again {
-			select {
-			case <-r.hctx.Done():
-				return
-			case <-t.C:
-			}
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-t.C:
 		}
-		again = r.extendLeases(&sc)
+		rs = k.busyList(rs[:0])
+		for _, r := range rs {
+			if r.hctx.Err() != nil || !r.extending.CompareAndSwap(false, true) {
+				continue
+			}
+			k.wg.Add(1)
+			go func() {
+				defer k.wg.Done()
+				defer r.extending.Store(false)
+				var sc leaseScratch
+				again := true
+				for again && r.hctx.Err() == nil {
+					again = r.extendLeases(&sc)
+				}
+			}()
+		}
+		clear(rs)
 	}
 }
 
@@ -131,25 +207,32 @@ func leaseMargin(lease time.Duration) time.Duration {
 // least every Lease/3: a handler dispatched after it went to sleep has a
 // deadline about a whole lease away, later than the next wake (dispatch
 // wakes it when a slow claim left less than that).
-//
-// A topic served by HandleTopics has no lease watch of its own: its
-// pattern's (patternRunner.leaseWatch) watches all its topics.
-func (r *runner) leaseWatch() {
-	defer close(r.watchDone)
-	idle := r.opts.Lease / 3
+func (k *leaseKeeper) leaseWatch() {
+	defer k.wg.Done()
+	idle := k.lease / 3
 	t := time.NewTimer(idle)
 	defer t.Stop()
-	var sample []string
+	var (
+		rs     []*runner
+		sample []string
+	)
 	for {
 		select {
-		case <-r.hctx.Done():
+		case <-k.ctx.Done():
 			return
 		case <-t.C:
-		case <-r.watchPoke:
+		case <-k.poke:
 			t.Stop()
 		}
 		now := time.Now().UnixNano()
-		next := r.watchLeases(now, now+int64(idle), &sample)
+		next := now + int64(idle)
+		rs = k.busyList(rs[:0])
+		for _, r := range rs {
+			if r.hctx.Err() == nil {
+				next = r.watchLeases(now, next, &sample)
+			}
+		}
+		clear(rs)
 		t.Reset(time.Duration(next - time.Now().UnixNano()))
 	}
 }

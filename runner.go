@@ -54,8 +54,7 @@ type runner struct {
 	hctx       context.Context
 	cancelHctx context.CancelFunc
 	forced     atomic.Bool
-	// extending is set while the pattern's heartbeat extends this topic's
-	// leases.
+	// extending is set while the heartbeat extends this topic's leases.
 	extending atomic.Bool
 	handlers  sync.WaitGroup
 
@@ -63,12 +62,10 @@ type runner struct {
 	inflight map[*delivery]struct{}
 
 	settler settler
-	// hbDone and watchDone are closed when the heartbeat and the lease
-	// watch end (nil for a pattern-served topic, which has neither).
-	hbDone    chan struct{}
-	watchDone chan struct{}
-	watchPoke chan struct{} // dispatch asks the lease watch to look again
-	finished  chan struct{}
+	// keeper keeps the leases of the running handlers: the topic's own
+	// (Handle), or its pattern's, shared by all its topics (HandleTopics).
+	keeper   *leaseKeeper
+	finished chan struct{}
 
 	// pr is the HandleTopics loop that runs this topic, nil for Handle.
 	// Such a runner takes its wake-ups from poke (the loop forwards them
@@ -91,11 +88,9 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions, pr *patter
 	}
 	if pr != nil {
 		r.poke = make(chan time.Time, 1)
-		r.watchPoke = pr.watchPoke
+		r.keeper = pr.keeper
 	} else {
-		r.hbDone = make(chan struct{})
-		r.watchDone = make(chan struct{})
-		r.watchPoke = make(chan struct{}, 1)
+		r.keeper = newLeaseKeeper(o)
 	}
 	r.hctx, r.cancelHctx = context.WithCancel(context.Background())
 	r.settler.init(r)
@@ -107,8 +102,7 @@ func newRunner(w *Worker, topic string, h rawHandler, o TopicOptions, pr *patter
 // and lease watch.
 func (r *runner) start(firstAt time.Time) {
 	if r.pr == nil {
-		go r.heartbeat()
-		go r.leaseWatch()
+		r.keeper.start()
 	}
 	r.wake(time.Time{}, firstAt, true)
 }
@@ -170,8 +164,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.cancelHctx()
 	if r.pr == nil {
-		<-r.hbDone
-		<-r.watchDone
+		r.keeper.stop()
 	}
 	if n := r.settler.close(ctx); n > 0 && err == nil {
 		// Handlers all returned, but outcomes were given up: the stop was
@@ -506,7 +499,7 @@ func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.
 		// The claim took long (a slow store): this lease runs out sooner
 		// than leaseWatch expects of a fresh one; have it look again.
 		select {
-		case r.watchPoke <- struct{}{}:
+		case r.keeper.poke <- struct{}{}:
 		default:
 		}
 	}
@@ -519,8 +512,8 @@ func (r *runner) dispatch(t *ontimedriver.ClaimedTimer, deadline, storeNow time.
 	d.ctx, d.cancel = context.WithCancel(r.w.base)
 	r.mu.Lock()
 	r.inflight[d] = struct{}{}
-	if r.pr != nil && len(r.inflight) == 1 {
-		r.pr.busy(r, true)
+	if len(r.inflight) == 1 {
+		r.keeper.setBusy(r, true)
 	}
 	r.mu.Unlock()
 	r.handlers.Add(1)
@@ -558,8 +551,8 @@ func (r *runner) process(d *delivery) {
 		d.cancel()
 		r.mu.Lock()
 		delete(r.inflight, d)
-		if r.pr != nil && len(r.inflight) == 0 {
-			r.pr.busy(r, false)
+		if len(r.inflight) == 0 {
+			r.keeper.setBusy(r, false)
 		}
 		r.mu.Unlock()
 		<-r.slots

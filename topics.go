@@ -111,17 +111,8 @@ type patternRunner struct {
 	// the loop with each topic it lets go.
 	onRetire func(topic string)
 
-	// busyMu guards busyRunners: the topics with running (or claimed)
-	// handlers, whose leases the heartbeat extends and the lease watch
-	// watches. A runner's mu is taken before busyMu, never after.
-	busyMu      sync.Mutex
-	busyRunners map[*runner]struct{}
-	watchPoke   chan struct{} // dispatch asks leaseWatch to look again
-	// keepers counts the heartbeat and lease watch goroutines (and the
-	// extensions the heartbeat runs); keepCtx ends them.
-	keepers    sync.WaitGroup
-	keepCtx    context.Context
-	cancelKeep context.CancelFunc
+	// keeper keeps the leases of the running handlers of all the topics.
+	keeper *leaseKeeper
 
 	// claimOffset is the store clock minus the local clock as the last
 	// claim of one of the pattern's topics measured it (ns; set once
@@ -143,22 +134,18 @@ type patternRunner struct {
 func newPatternRunner(w *Worker, idx ontimedriver.TopicIndex, pattern string, h rawHandler, o TopicOptions) *patternRunner {
 	p := &patternRunner{
 		w: w, idx: idx, pattern: pattern, h: h, opts: o,
-		active:      map[string]*runner{},
-		linger:      max(10*o.PollInterval, 10*time.Second),
-		busyRunners: map[*runner]struct{}{},
-		watchPoke:   make(chan struct{}, 1),
-		quit:        make(chan struct{}),
-		loopDone:    make(chan struct{}),
-		finished:    make(chan struct{}),
+		active:   map[string]*runner{},
+		linger:   max(10*o.PollInterval, 10*time.Second),
+		keeper:   newLeaseKeeper(o),
+		quit:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+		finished: make(chan struct{}),
 	}
-	p.keepCtx, p.cancelKeep = context.WithCancel(context.Background())
 	return p
 }
 
 func (p *patternRunner) start() {
-	p.keepers.Add(2)
-	go p.heartbeat()
-	go p.leaseWatch()
+	p.keeper.start()
 	go p.loop()
 }
 
@@ -485,8 +472,7 @@ func (p *patternRunner) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.leaving.Wait()
-	p.cancelKeep()
-	p.keepers.Wait()
+	p.keeper.stop()
 	return errs
 }
 
@@ -544,99 +530,4 @@ func (r *runner) retire(now time.Time, linger time.Duration) bool {
 	}
 	r.stopped = true
 	return true
-}
-
-// busy adds r to the topics whose leases the heartbeat and the lease watch
-// keep (on), or removes it. It is called with r.mu held, when r.inflight
-// gets its first delivery or loses its last.
-func (p *patternRunner) busy(r *runner, on bool) {
-	p.busyMu.Lock()
-	if on {
-		p.busyRunners[r] = struct{}{}
-	} else {
-		delete(p.busyRunners, r)
-	}
-	p.busyMu.Unlock()
-}
-
-// busyList appends the topics with running handlers to rs.
-func (p *patternRunner) busyList(rs []*runner) []*runner {
-	p.busyMu.Lock()
-	defer p.busyMu.Unlock()
-	for r := range p.busyRunners {
-		rs = append(rs, r)
-	}
-	return rs
-}
-
-// heartbeat extends the leases of the running handlers of every topic
-// every Lease/3: one store call per topic (Extend takes one topic), the
-// topics' calls concurrent, so that a slow topic does not hold up the
-// others. A topic whose previous extension is still running is skipped.
-// See runner.heartbeat, which does the same for one topic.
-func (p *patternRunner) heartbeat() {
-	defer p.keepers.Done()
-	if p.opts.DisableHeartbeat {
-		return
-	}
-	t := time.NewTicker(p.opts.Lease / 3)
-	defer t.Stop()
-	var rs []*runner
-	for {
-		select {
-		case <-p.keepCtx.Done():
-			return
-		case <-t.C:
-		}
-		rs = p.busyList(rs[:0])
-		for _, r := range rs {
-			if r.hctx.Err() != nil || !r.extending.CompareAndSwap(false, true) {
-				continue
-			}
-			p.keepers.Add(1)
-			go func() {
-				defer p.keepers.Done()
-				defer r.extending.Store(false)
-				var sc leaseScratch
-				again := true
-				for again && r.hctx.Err() == nil {
-					again = r.extendLeases(&sc)
-				}
-			}()
-		}
-		clear(rs)
-	}
-}
-
-// leaseWatch cancels the handlers of every topic whose lease deadline
-// (less leaseMargin) passes without an extension; see runner.leaseWatch,
-// which does the same for one topic.
-func (p *patternRunner) leaseWatch() {
-	defer p.keepers.Done()
-	idle := p.opts.Lease / 3
-	t := time.NewTimer(idle)
-	defer t.Stop()
-	var (
-		rs     []*runner
-		sample []string
-	)
-	for {
-		select {
-		case <-p.keepCtx.Done():
-			return
-		case <-t.C:
-		case <-p.watchPoke:
-			t.Stop()
-		}
-		now := time.Now().UnixNano()
-		next := now + int64(idle)
-		rs = p.busyList(rs[:0])
-		for _, r := range rs {
-			if r.hctx.Err() == nil {
-				next = r.watchLeases(now, next, &sample)
-			}
-		}
-		clear(rs)
-		t.Reset(time.Duration(next - time.Now().UnixNano()))
-	}
 }
