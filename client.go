@@ -354,7 +354,7 @@ func (c *Client) publishBatch(ctx context.Context, full string, timers []Timer, 
 		end := min(start+BatchChunkSize, len(nts))
 		res, err := c.drv.Schedule(ctx, full, nts[start:end], mode)
 		if err == nil && len(res) != end-start {
-			err = fmt.Errorf("the store returned %d results for %d timers", len(res), end-start)
+			err = errResultCount(len(res), end-start)
 		}
 		if err != nil {
 			be := &BatchError{Topic: full, Written: start, Failed: end - start, Total: len(nts), Err: err}

@@ -77,6 +77,18 @@ func (g *gatedDriver) Schedule(ctx context.Context, topic string, ts []ontimedri
 	return g.Driver.Schedule(ctx, topic, ts, m)
 }
 
+// holdCall shuts the gate and publishes id to topic "t" (with opts) in a
+// goroutine, returning once that Publish's store call is held at the gate;
+// the Publish's error goes to out when the gate opens.
+func (g *gatedDriver) holdCall(c *Client, id string, out chan<- error, opts ...PublishOption) {
+	g.shutGate()
+	go func() {
+		_, err := c.Publish(context.Background(), "t", "held", append(opts, WithID(id))...)
+		out <- err
+	}()
+	<-g.entered
+}
+
 func (g *gatedDriver) callIDs() [][]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -129,13 +141,8 @@ func TestPublishCoalescing(t *testing.T) {
 	}
 
 	// Busy: 20 publishes queue behind a held call and go in one call.
-	g.shutGate()
 	first := make(chan error, 1)
-	go func() {
-		_, err := c.Publish(ctx, "t", "x", WithID("first"))
-		first <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "first", first)
 	const n = 20
 	errs := make(chan error, n)
 	for i := range n {
@@ -166,12 +173,7 @@ func TestPublishCoalescing(t *testing.T) {
 
 	// A PublishBatch of one timer (the server's single-timer endpoint)
 	// shares calls the same way, with its result and due time.
-	g.shutGate()
-	go func() {
-		_, err := c.Publish(ctx, "t", "x", WithID("first2"))
-		first <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "first2", first)
 	type batchOut struct {
 		res []PublishResult
 		err error
@@ -216,13 +218,8 @@ func TestPublishCoalescingPerTimerErrors(t *testing.T) {
 	}
 	<-g.entered
 
-	g.shutGate()
 	held := make(chan error, 1)
-	go func() {
-		_, err := c.Publish(ctx, "t", "held", WithID("h"), IfAbsent())
-		held <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "h", held, IfAbsent())
 	type out struct {
 		id  string
 		err error
@@ -264,12 +261,7 @@ func TestPublishCoalescingPerTimerErrors(t *testing.T) {
 
 	// The same id twice while a call is held: two calls, the later body
 	// wins.
-	g.shutGate()
-	go func() {
-		_, err := c.Publish(ctx, "t", "held", WithID("h2"))
-		held <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "h2", held)
 	go func() {
 		_, err := c.Publish(ctx, "t", "one", WithID("same"))
 		outs <- out{"same1", err}
@@ -486,13 +478,8 @@ func TestPublishLoneCallerOwnCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make the topic busy once: a held call, 5 queued behind it.
-	g.shutGate()
 	held := make(chan error, 6)
-	go func() {
-		_, err := c.Publish(ctx, "t", "x", WithID("held"))
-		held <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "held", held)
 	for i := range 5 {
 		go func() {
 			_, err := c.Publish(ctx, "t", "x", WithID(fmt.Sprintf("q%d", i)))
@@ -574,13 +561,8 @@ func TestPublishCoalescingCallersGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.shutGate()
 	held := make(chan error, 1)
-	go func() {
-		_, err := c.Publish(ctx, "t", "x", WithID("held"))
-		held <- err
-	}()
-	<-g.entered
+	g.holdCall(c, "held", held)
 	gone, giveUp := context.WithCancel(ctx)
 	errs := make(chan error, 3)
 	for i := range 3 {

@@ -51,16 +51,7 @@ func TestHandleTopicsObserved(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(context.Background()) }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-		<-done
-	}()
+	runTopicsWorker(t, w)
 	if _, err := c.Publish(context.Background(), "t-1", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +66,22 @@ func TestHandleTopicsObserved(t *testing.T) {
 	if rec.count("due_topics") == 0 || rec.count("claim") == 0 {
 		t.Errorf("store calls seen: %v, want due_topics and claim among them", rec.ops)
 	}
+}
+
+// runTopicsWorker runs w until the end of the test, then stops it, which
+// must succeed.
+func runTopicsWorker(t *testing.T, w *Worker) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+		<-done
+	})
 }
 
 // startTopicsWorker runs a worker with h for pattern on an embedded store
@@ -94,16 +101,7 @@ func startTopicsWorker(t *testing.T, pattern string, h HandlerFunc[string], opts
 	if err := HandleTopics(w, pattern, h, opts); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(context.Background()) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-		<-done
-	})
+	runTopicsWorker(t, w)
 	return c
 }
 
@@ -268,16 +266,7 @@ func TestHandleTopicsIdleTopicLetGo(t *testing.T) {
 	retired := make(chan string, 4)
 	w.patterns[0].linger = 200 * time.Millisecond
 	w.patterns[0].onRetire = func(topic string) { retired <- topic }
-	done := make(chan error, 1)
-	go func() { done <- w.Run(context.Background()) }()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-		<-done
-	}()
+	runTopicsWorker(t, w)
 	if _, err := c.Publish(context.Background(), "go-a", "x"); err != nil {
 		t.Fatal(err)
 	}
