@@ -8,6 +8,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // TestTimeline: counts per bucket from the store's index, with before and
@@ -104,12 +105,12 @@ func TestLastMinute(t *testing.T) {
 	e.want(e.do("POST", "/v1/topics/lm/timers", `{"id":"a","delay":"0s"}`), 201, "")
 	e.want(e.do("POST", "/v1/topics/lm/timers", `{"id":"b","delay":"100ms"}`), 201, "")
 	var topics []wire.TopicStats
-	waitFor(t, 10*time.Second, "two acked deliveries", func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		r := e.do("GET", "/v1/topics", nil)
 		e.want(r, 200, "")
 		r.json(t, &topics)
 		return len(topics) == 1 && topics[0].LastMinute != nil && topics[0].LastMinute.Acked == 2
-	})
+	}, "two acked deliveries")
 	lm := topics[0].LastMinute
 	if lm.Published != 2 || lm.Fired != 2 || lm.Early != 0 || lm.Retried != 0 || lm.DeadLettered != 0 {
 		t.Errorf("last_minute: %+v", lm)
