@@ -56,8 +56,14 @@ func Example() {
 	publish := spans[0]
 	for _, s := range spans {
 		linked := len(s.Links) == 1 && s.Links[0].SpanContext.SpanID() == publish.SpanContext.SpanID()
-		fmt.Printf("%s (%s): new trace %v, linked to the publish %v\n",
-			s.Name, s.SpanKind, s.SpanContext.TraceID() != publish.SpanContext.TraceID(), linked)
+		var topic string
+		for _, a := range s.Attributes {
+			if a.Key == "messaging.destination.name" {
+				topic = a.Value.AsString()
+			}
+		}
+		fmt.Printf("%s %s (%s): new trace %v, linked to the publish %v\n",
+			s.Name, topic, s.SpanKind, s.SpanContext.TraceID() != publish.SpanContext.TraceID(), linked)
 	}
 	// Output:
 	// send emails (producer): new trace false, linked to the publish false
