@@ -228,16 +228,10 @@ func (h *hub) enqueue(verb, name string, wantResult bool) chan error {
 func (h *hub) send(ps *redis.PubSub) {
 	defer h.wg.Done()
 	for {
+		stopped := false
 		select {
 		case <-h.stop:
-			h.mu.Lock()
-			q := h.queue
-			h.queue = nil
-			h.mu.Unlock()
-			for _, c := range q {
-				reply(c, errClosed)
-			}
-			return
+			stopped = true
 		case <-h.kick:
 		}
 		h.mu.Lock()
@@ -245,7 +239,14 @@ func (h *hub) send(ps *redis.PubSub) {
 		h.queue = nil
 		h.mu.Unlock()
 		for _, c := range q {
-			reply(c, h.sendOne(ps, c))
+			if stopped {
+				reply(c, errClosed)
+			} else {
+				reply(c, h.sendOne(ps, c))
+			}
+		}
+		if stopped {
+			return
 		}
 	}
 }
@@ -277,24 +278,31 @@ func reply(c hubCommand, err error) {
 	}
 }
 
+// join registers l under name, with the hub's lock held (lockOpen), and
+// releases the lock; the name's first listener queues verb. It returns
+// what awaitConfirm waits on, and what it calls when the command could
+// not be sent.
+func join[L comparable](h *hub, s *subs[L], verb, name string, l L) (wait chan struct{}, sent chan error, failed func()) {
+	wait, first := s.add(name, l)
+	if first {
+		sent = h.enqueue(verb, name, true)
+	}
+	h.mu.Unlock()
+	failed = func() {
+		h.mu.Lock()
+		s.failed(name)
+		h.mu.Unlock()
+	}
+	return wait, sent, failed
+}
+
 func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
 	if err := h.lockOpen(ctx); err != nil {
 		return nil, nil, err
 	}
 	l := &listener{ch: make(chan time.Time, 1)}
-	wait, first := h.chans.add(channel, l)
-	var sent chan error
-	if first {
-		sent = h.enqueue("subscribe", channel, true)
-	}
-	h.mu.Unlock()
-
+	wait, sent, failed := join(h, &h.chans, "subscribe", channel, l)
 	cancel := func() { h.unsubscribe(channel, l) }
-	failed := func() {
-		h.mu.Lock()
-		h.chans.failed(channel)
-		h.mu.Unlock()
-	}
 	if err := awaitConfirm(ctx, sent, failed, wait, cancel, "subscribe"); err != nil {
 		return nil, nil, err
 	}
@@ -308,19 +316,8 @@ func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, aft
 		return nil, nil, err
 	}
 	l := &plistener{ch: make(chan ontimedriver.TopicWake, topicWakeBuffer), topicPattern: topicPattern, before: before, after: after}
-	wait, first := h.pats.add(pattern, l)
-	var sent chan error
-	if first {
-		sent = h.enqueue("psubscribe", pattern, true)
-	}
-	h.mu.Unlock()
-
+	wait, sent, failed := join(h, &h.pats, "psubscribe", pattern, l)
 	cancel := func() { h.punsubscribe(pattern, l) }
-	failed := func() {
-		h.mu.Lock()
-		h.pats.failed(pattern)
-		h.mu.Unlock()
-	}
 	if err := awaitConfirm(ctx, sent, failed, wait, cancel, "psubscribe"); err != nil {
 		return nil, nil, err
 	}
