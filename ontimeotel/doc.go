@@ -15,6 +15,12 @@
 // process or language (faststream, say, on the compatible Redis layout)
 // that writes a traceparent header links its deliveries the same way.
 //
+// Span names follow the OpenTelemetry messaging conventions with a low
+// cardinality: "send" and "process", the topic in the
+// messaging.destination.name attribute (topics are often one per tenant,
+// and a span name must not grow with them); [WithDestinationTemplate]
+// names a topic's family ("send tenant-{id}").
+//
 // This module depends on the OpenTelemetry API only (go.opentelemetry.io/otel
 // and otel/trace); the SDK is the application's choice.
 package ontimeotel

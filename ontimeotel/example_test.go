@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -56,10 +57,48 @@ func Example() {
 	publish := spans[0]
 	for _, s := range spans {
 		linked := len(s.Links) == 1 && s.Links[0].SpanContext.SpanID() == publish.SpanContext.SpanID()
-		fmt.Printf("%s (%s): new trace %v, linked to the publish %v\n",
-			s.Name, s.SpanKind, s.SpanContext.TraceID() != publish.SpanContext.TraceID(), linked)
+		var topic string
+		for _, a := range s.Attributes {
+			if a.Key == "messaging.destination.name" {
+				topic = a.Value.AsString()
+			}
+		}
+		fmt.Printf("%s %s (%s): new trace %v, linked to the publish %v\n",
+			s.Name, topic, s.SpanKind, s.SpanContext.TraceID() != publish.SpanContext.TraceID(), linked)
 	}
 	// Output:
 	// send emails (producer): new trace false, linked to the publish false
 	// process emails (consumer): new trace true, linked to the publish true
+}
+
+// Topics made per tenant keep the span names few: a destination template
+// names their family, and the topic stays an attribute.
+func ExampleWithDestinationTemplate() {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tracing := ontimeotel.New(ontimeotel.WithTracerProvider(tp),
+		ontimeotel.WithDestinationTemplate(func(topic string) string {
+			if strings.HasPrefix(topic, "tenant-") {
+				return "tenant-{id}"
+			}
+			return "" // no family: the span is named by its operation alone
+		}))
+	for _, topic := range []string{"tenant-7", "tenant-42", "audit"} {
+		ev := &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "t1"}}}
+		tracing.AfterPublish(tracing.BeforePublish(context.Background(), ev), ev)
+	}
+	for _, s := range exp.GetSpans() {
+		fmt.Printf("%q", s.Name)
+		for _, a := range s.Attributes {
+			if a.Key == "messaging.destination.name" || a.Key == "messaging.destination.template" {
+				fmt.Printf(" %s=%s", a.Key, a.Value.AsString())
+			}
+		}
+		fmt.Println()
+	}
+	// Output:
+	// "send tenant-{id}" messaging.destination.name=tenant-7 messaging.destination.template=tenant-{id}
+	// "send tenant-{id}" messaging.destination.name=tenant-42 messaging.destination.template=tenant-{id}
+	// "send" messaging.destination.name=audit
 }

@@ -40,6 +40,7 @@ const (
 const (
 	keySystem         = attribute.Key("messaging.system")
 	keyDestination    = attribute.Key("messaging.destination.name")
+	keyTemplate       = attribute.Key("messaging.destination.template")
 	keyOperationType  = attribute.Key("messaging.operation.type")
 	keyOperationName  = attribute.Key("messaging.operation.name")
 	keyMessageID      = attribute.Key("messaging.message.id")
@@ -65,29 +66,52 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(h *Hooks) { h.prop = p }
 }
 
+// WithDestinationTemplate gives the low-cardinality name of a topic's
+// family, its "destination template" in the OpenTelemetry messaging
+// conventions: for example "tenant-{id}" for the topics "tenant-1",
+// "tenant-2", .... The spans of a topic with a template are named
+// "send <template>" and "process <template>" and carry it as
+// messaging.destination.template; template returns "" for a topic that has
+// none. For an application whose topics are a small fixed set, pass a
+// function that returns the topic itself.
+//
+// Without it (the default) the span names are the operation alone, "send"
+// and "process": topics are often made per tenant or per entity, and a
+// span name must not grow with them. The topic is always the
+// messaging.destination.name attribute.
+func WithDestinationTemplate(template func(topic string) string) Option {
+	return func(h *Hooks) { h.template = template }
+}
+
 // Hooks traces publishes and deliveries with OpenTelemetry. Put it in
 // ontime.Config.Hooks: it implements [ontime.BeforePublishHook],
 // [ontime.AfterPublishHook], [ontime.DeliveryStartHook] and
 // [ontime.DeliveryEndHook].
 //
-//   - Each Publish or PublishBatch call is a span of kind producer, "send
-//     <topic>", child of the caller's span, and its trace context is
+//   - Each Publish or PublishBatch call is a span of kind producer, "send",
+//     child of the caller's span, and its trace context is
 //     written into every timer's headers (W3C traceparent and tracestate),
 //     which every store keeps with the message, the faststream-compatible
 //     Redis layout included.
-//   - Each delivery (each attempt) is a span of kind consumer, "process
-//     <topic>", the root of a trace of its own, with a link (not a parent:
+//   - Each delivery (each attempt) is a span of kind consumer, "process",
+//     the root of a trace of its own, with a link (not a parent:
 //     the timer may fire days later) to the publish span whose context
 //     the timer's headers carry. The handler's context holds it, so spans
 //     the handler starts are its children. Its attributes are the topic,
 //     the id, the attempt, the lateness and, at its end, the outcome; a
 //     failed attempt is marked as an error.
 //
+// Span names follow the OpenTelemetry messaging conventions with a low
+// cardinality: the operation, then the topic's destination template if
+// [WithDestinationTemplate] gives one ("send tenant-{id}"); the topic
+// itself is the messaging.destination.name attribute.
+//
 // Hooks is safe for concurrent use.
 type Hooks struct {
-	tp     trace.TracerProvider
-	prop   propagation.TextMapPropagator
-	tracer trace.Tracer
+	tp       trace.TracerProvider
+	prop     propagation.TextMapPropagator
+	template func(topic string) string
+	tracer   trace.Tracer
 }
 
 // spanKey is the context key of a span these hooks started, per Hooks.
@@ -123,7 +147,8 @@ func (h *Hooks) BeforePublish(ctx context.Context, p *ontime.PublishEvent) conte
 	} else {
 		attrs = append(attrs, keyBatchCount.Int(len(p.Timers)))
 	}
-	ctx, span := h.tracer.Start(ctx, "send "+p.Topic, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	name, attrs := h.spanName("send", p.Topic, attrs)
+	ctx, span := h.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	for i := range p.Timers {
 		if p.Timers[i].Headers == nil {
 			p.Timers[i].Headers = make(map[string]string, 2)
@@ -131,6 +156,19 @@ func (h *Hooks) BeforePublish(ctx context.Context, p *ontime.PublishEvent) conte
 		h.prop.Inject(ctx, propagation.MapCarrier(p.Timers[i].Headers))
 	}
 	return context.WithValue(ctx, spanKey{h}, span)
+}
+
+// spanName names the span of an operation on topic: the operation, and
+// the topic's destination template if it has one (added to attrs).
+func (h *Hooks) spanName(operation, topic string, attrs []attribute.KeyValue) (string, []attribute.KeyValue) {
+	if h.template == nil {
+		return operation, attrs
+	}
+	t := h.template(topic)
+	if t == "" {
+		return operation, attrs
+	}
+	return operation + " " + t, append(attrs, keyTemplate.String(t))
 }
 
 // AfterPublish ends the publish span, marked as an error if the call
@@ -175,7 +213,9 @@ func (h *Hooks) DeliveryStart(ctx context.Context, d *ontime.Delivery) context.C
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.IsRemote() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	ctx, span := h.tracer.Start(ctx, "process "+d.Topic, opts...)
+	name, attrs := h.spanName("process", d.Topic, nil)
+	opts = append(opts, trace.WithAttributes(attrs...))
+	ctx, span := h.tracer.Start(ctx, name, opts...)
 	return context.WithValue(ctx, spanKey{h}, span)
 }
 

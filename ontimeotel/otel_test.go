@@ -3,8 +3,10 @@ package ontimeotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
@@ -75,11 +78,12 @@ func newTraced(t testing.TB, drv ontimedriver.Driver) *traced {
 	return &traced{exp: exp, tp: tp, client: client}
 }
 
-// spans returns the ended spans named name.
-func (tr *traced) spans(name string) []tracetest.SpanStub {
+// spans returns the ended spans named name whose destination is topic
+// (any, or none, when topic is "").
+func (tr *traced) spans(name, topic string) []tracetest.SpanStub {
 	var out []tracetest.SpanStub
 	for _, s := range tr.exp.GetSpans() {
-		if s.Name == name {
+		if s.Name == name && (topic == "" || attr(s, "messaging.destination.name").AsString() == topic) {
 			out = append(out, s)
 		}
 	}
@@ -95,18 +99,11 @@ func attr(s tracetest.SpanStub, k attribute.Key) attribute.Value {
 	return attribute.Value{}
 }
 
-func waitSpans(t testing.TB, tr *traced, name string, n int) []tracetest.SpanStub {
+func waitSpans(t testing.TB, tr *traced, name, topic string, n int) []tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if s := tr.spans(name); len(s) >= n {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d %q spans, want %d", len(tr.spans(name)), name, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, func() bool { return len(tr.spans(name, topic)) >= n },
+		"%d %q spans of topic %s (spans: %s)", n, name, topic, func() string { return fmt.Sprint(len(tr.exp.GetSpans())) })
+	return tr.spans(name, topic)
 }
 
 func run(t testing.TB, w *ontime.Worker) {
@@ -164,7 +161,7 @@ func TestPublishAndDeliveryLinked(t *testing.T) {
 			caller.End()
 			run(t, w)
 
-			pub := waitSpans(t, tr, "send jobs", 1)[0]
+			pub := waitSpans(t, tr, "send", "jobs", 1)[0]
 			if pub.SpanKind != trace.SpanKindProducer || pub.Parent.SpanID() != caller.SpanContext().SpanID() {
 				t.Errorf("publish span: kind %v, parent %v; want a producer span under the caller's", pub.SpanKind, pub.Parent.SpanID())
 			}
@@ -174,7 +171,7 @@ func TestPublishAndDeliveryLinked(t *testing.T) {
 			if got := attr(pub, "messaging.message.id").AsString(); got != "t1" {
 				t.Errorf("publish span id %q", got)
 			}
-			procs := waitSpans(t, tr, "process jobs", 2)
+			procs := waitSpans(t, tr, "process", "jobs", 2)
 			for i, p := range procs {
 				if p.SpanKind != trace.SpanKindConsumer {
 					t.Errorf("delivery %d: kind %v", i, p.SpanKind)
@@ -213,7 +210,7 @@ func TestPublishAndDeliveryLinked(t *testing.T) {
 					t.Errorf("delivery %d: traceparent header %q, want %q", i, h["traceparent"], want)
 				}
 			}
-			for _, child := range waitSpans(t, tr, "handler work", 2) {
+			for _, child := range waitSpans(t, tr, "handler work", "", 2) {
 				found := false
 				for _, p := range procs {
 					found = found || child.Parent.SpanID() == p.SpanContext.SpanID()
@@ -241,7 +238,7 @@ func TestBatchAndFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := tr.spans("send jobs")
+	pub := tr.spans("send", "jobs")
 	if len(pub) != 1 || attr(pub[0], "messaging.batch.message_count").AsInt64() != 2 || pub[0].Parent.IsValid() {
 		t.Fatalf("batch publish spans %+v", pub)
 	}
@@ -261,7 +258,7 @@ func TestBatchAndFailure(t *testing.T) {
 	if _, err := tr.client.Publish(ctx, "jobs", "x", ontime.In(-time.Second)); err == nil {
 		t.Fatal("a negative delay was accepted")
 	}
-	if pub = tr.spans("send jobs"); len(pub) != 2 || pub[1].Status.Code != codes.Error {
+	if pub = tr.spans("send", "jobs"); len(pub) != 2 || pub[1].Status.Code != codes.Error {
 		t.Errorf("failed publish span: %+v", pub)
 	}
 
@@ -278,7 +275,7 @@ func TestBatchAndFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, w)
-	p := waitSpans(t, tr, "process plain", 1)[0]
+	p := waitSpans(t, tr, "process", "plain", 1)[0]
 	if len(p.Links) != 0 || p.Status.Code != codes.Error || attr(p, ontimeotel.AttrDeadReason).AsString() != "rejected" {
 		t.Errorf("untraced delivery: links %v, status %v, attrs %v", p.Links, p.Status, p.Attributes)
 	}
@@ -314,5 +311,64 @@ func TestPropagator(t *testing.T) {
 	h.DeliveryEnd(dctx, d, ontime.DeliveryResult{Outcome: ontime.OutcomeAcked})
 	if n := len(exp.GetSpans()); n != 2 {
 		t.Errorf("%d spans, want 2", n)
+	}
+}
+
+// TestSpanNames: span names follow the OpenTelemetry messaging conventions
+// with a low cardinality: the operation alone ("send", "process"), the
+// topic in messaging.destination.name, however many topics there are (one
+// per tenant here). A destination template, when the application gives
+// one, completes the name ("send tenant-{id}") and is the
+// messaging.destination.template attribute.
+func TestSpanNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		opts     []ontimeotel.Option
+		send     string
+		process  string
+		template string
+	}{
+		{name: "default", send: "send", process: "process"},
+		{name: "template", opts: []ontimeotel.Option{ontimeotel.WithDestinationTemplate(func(topic string) string {
+			if strings.HasPrefix(topic, "tenant-") {
+				return "tenant-{id}"
+			}
+			return ""
+		})}, send: "send tenant-{id}", process: "process tenant-{id}", template: "tenant-{id}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+			defer tp.Shutdown(context.Background())
+			h := ontimeotel.New(append([]ontimeotel.Option{ontimeotel.WithTracerProvider(tp)}, tc.opts...)...)
+			for _, topic := range []string{"tenant-1", "tenant-2", "tenant-3"} {
+				ev := &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "a"}}}
+				h.AfterPublish(h.BeforePublish(context.Background(), ev), ev)
+				d := &ontime.Delivery{Topic: topic, ID: "a", Attempt: 1, Headers: ev.Timers[0].Headers}
+				h.DeliveryEnd(h.DeliveryStart(context.Background(), d), d, ontime.DeliveryResult{Outcome: ontime.OutcomeAcked})
+			}
+			spans := exp.GetSpans()
+			if len(spans) != 6 {
+				t.Fatalf("%d spans, want 6", len(spans))
+			}
+			for i, s := range spans {
+				topic := fmt.Sprintf("tenant-%d", i/2+1)
+				want := tc.send
+				if s.SpanKind == trace.SpanKindConsumer {
+					want = tc.process
+				}
+				if s.Name != want {
+					t.Errorf("span %d of %s named %q, want %q", i, topic, s.Name, want)
+				}
+				if got := attr(s, "messaging.destination.name").AsString(); got != topic {
+					t.Errorf("span %q: messaging.destination.name %q, want %q", s.Name, got, topic)
+				}
+				if got := attr(s, "messaging.destination.template").AsString(); got != tc.template {
+					t.Errorf("span %q: messaging.destination.template %q, want %q", s.Name, got, tc.template)
+				}
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 	"github.com/ontime-go/ontime/ontimeprom"
@@ -77,22 +78,6 @@ func value(t testing.TB, reg prometheus.Gatherer, name string, labels ...string)
 		}
 	}
 	return -1
-}
-
-// eventually waits until cond holds, for at most 10 s; state, if given,
-// describes what there is instead.
-func eventually(t testing.TB, cond func() bool, what string, state ...func() string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			for _, s := range state {
-				what += ": " + s()
-			}
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestEveryOutcome drives a real worker on the embedded store through
@@ -190,15 +175,15 @@ func TestEveryOutcome(t *testing.T) {
 		}
 		return b.String()
 	}
-	eventually(t, func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		return deliveries("acked") == 3 && deliveries("retried") == 2 && deliveries("snoozed") == 1 &&
 			deliveries("rejected") == 1 && deliveries("dead_lettered") == 3 && deliveries("lease_lost") == 1
-	}, "every outcome but released", counts, log.String)
+	}, "every outcome but released: %s\nlog:\n%s", counts, log.String)
 	// Published last, so that it holds its lease only for a moment.
 	if _, err := client.Publish(ctx, "jobs", "x", ontime.WithID("stopped")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool { return value(t, reg, "ontime_deliveries_in_flight", "topic", "jobs") == 1 }, "'stopped' in flight")
+	wait.For(t, 10*time.Second, func() bool { return value(t, reg, "ontime_deliveries_in_flight", "topic", "jobs") == 1 }, "'stopped' in flight")
 	if got := value(t, reg, "ontime_workers"); got != 1 {
 		t.Errorf("ontime_workers = %v, want 1", got)
 	}
@@ -451,7 +436,7 @@ func TestSamplerCap(t *testing.T) {
 	stopped := make(chan struct{})
 	before := value(t, reg, "ontime_timers_sampled_timestamp_seconds")
 	go func() { defer close(stopped); m.RunSampler(rctx, drv, &ontimeprom.SampleOptions{Interval: time.Hour}) }()
-	eventually(t, func() bool { return value(t, reg, "ontime_timers_sampled_timestamp_seconds") > before }, "a pass of RunSampler")
+	wait.For(t, 10*time.Second, func() bool { return value(t, reg, "ontime_timers_sampled_timestamp_seconds") > before }, "a pass of RunSampler")
 	cancel()
 	<-stopped
 }

@@ -3,8 +3,8 @@ package main_test
 // End-to-end tests: the real binary (built by TestMain), `ontime serve` on a
 // free port, the CLI verbs as child processes, the API over loopback with
 // every answer checked against openapi.json. The same suite runs on the
-// embedded store and, when redis-server is installed, on Redis (both
-// layouts where they differ).
+// embedded store and on Redis (both layouts where they differ); a missing
+// redis-server fails them (make test installs it).
 
 import (
 	"bytes"
@@ -34,18 +34,18 @@ import (
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
 // backend says where a test's server keeps its timers.
 type backend struct {
 	name  string
-	redis *testredis.Server // nil: embedded store
+	redis *redistest.Server // nil: embedded store
 	// aux is a redis-server for redis-stream targets (the store's own on
-	// the Redis backend); nil when redis-server is not installed.
-	aux *testredis.Server
+	// the Redis backend).
+	aux *redistest.Server
 }
 
 // storeArgs returns the serve flags of a fresh, private store: a new data
@@ -63,18 +63,8 @@ func TestE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end tests start processes; skipped with -short")
 	}
-	backends := []*backend{{name: "embedded"}}
-	if testredis.Available() {
-		rs, err := testredis.Start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(rs.Stop)
-		backends[0].aux = rs
-		backends = append(backends, &backend{name: "redis", redis: rs, aux: rs})
-	} else {
-		t.Log("redis-server is not installed: the Redis half and the redis-stream targets are skipped")
-	}
+	rs := redistest.StartServer(t)
+	backends := []*backend{{name: "embedded", aux: rs}, {name: "redis", redis: rs, aux: rs}}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
@@ -86,9 +76,7 @@ func TestE2E(t *testing.T) {
 			t.Run("auth", func(t *testing.T) { t.Parallel(); testAuth(t, b) })
 			t.Run("watch_reconnect", func(t *testing.T) { t.Parallel(); testWatchReconnect(t, b) })
 			t.Run("metrics", func(t *testing.T) { t.Parallel(); testMetrics(t, b) })
-			if b.aux != nil {
-				t.Run("redis_stream", func(t *testing.T) { t.Parallel(); testRedisStream(t, b) })
-			}
+			t.Run("redis_stream", func(t *testing.T) { t.Parallel(); testRedisStream(t, b) })
 			if b.redis != nil {
 				t.Run("compat_layout", func(t *testing.T) { t.Parallel(); testCompat(t, b) })
 				t.Run("compat_topics", func(t *testing.T) { t.Parallel(); testCompatTopics(t, b) })
@@ -835,11 +823,7 @@ func testWatchReconnect(t *testing.T, b *backend) {
 // redis-server: /readyz answers 503 store_unavailable (and /healthz still
 // 200), the API answers 503, the CLI exits 5, and the server keeps running.
 func testRedisDown(t *testing.T) {
-	rs, err := testredis.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Stop)
+	rs := redistest.StartServer(t)
 	s := serve(t, nil, "--redis", rs.URL(), "--log-format", "json")
 	a := newAPI(t, s)
 	a.must(200, "GET", "/readyz", nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // TestGarbageInNativeKeys writes two bad timers straight into the native
@@ -104,7 +105,7 @@ func TestGarbageInNativeKeys(t *testing.T) {
 	}
 
 	waitEmpty(t, client, topic, 30*time.Second)
-	redistest.Eventually(t, 10*time.Second, func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) >= good

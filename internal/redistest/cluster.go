@@ -101,7 +101,7 @@ func (c *Cluster) form(ctx context.Context) error {
 		}
 	}
 	total := len(c.Servers) + len(c.Replicas)
-	for _, s := range append(append([]*Server(nil), c.Servers...), c.Replicas...) {
+	for _, s := range c.Nodes() {
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
 		for {
 			info, err := cl.ClusterInfo(ctx).Result()
@@ -171,6 +171,18 @@ func (c *Cluster) Addrs() []string {
 		a[i] = s.Addr
 	}
 	return a
+}
+
+// UniversalClient is NewClient as a redis.UniversalClient (see [Topology]).
+func (c *Cluster) UniversalClient(tb testing.TB) redis.UniversalClient {
+	tb.Helper()
+	return c.NewClient(tb)
+}
+
+// Nodes lists every process of the cluster: the masters, then the
+// replicas (see [Topology]).
+func (c *Cluster) Nodes() []*Server {
+	return append(append([]*Server(nil), c.Servers...), c.Replicas...)
 }
 
 // NewClient returns a cluster client, closed when tb ends.

@@ -20,6 +20,7 @@ type Proxy struct {
 	cond        *sync.Cond
 	partitioned bool
 	closed      bool
+	accepted    int
 	conns       map[net.Conn]struct{}
 	wg          sync.WaitGroup
 }
@@ -59,6 +60,25 @@ func (p *Proxy) Heal() {
 	p.mu.Unlock()
 }
 
+// Reset closes every connection through the proxy, as a server restart or
+// a failover does; new connections are accepted (and held, while
+// partitioned).
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Accepted returns how many connections the proxy has accepted: a test
+// waits on it to know that a client is (re)dialling.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
 // Close stops the proxy, closes every connection through it and waits for
 // its goroutines.
 func (p *Proxy) Close() {
@@ -84,6 +104,9 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		p.accepted++
+		p.mu.Unlock()
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
 			_ = c.Close()

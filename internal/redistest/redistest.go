@@ -1,7 +1,11 @@
-// Package redistest gives tests a Redis server to talk to.
+// Package redistest gives tests the Redis servers they talk to: the one
+// launcher of redis-server for every test of the tree (the library, the
+// drivers, the chaos tests and the cmd/ontime module, which may import it
+// because its path is under the root module's).
 //
-// Every test package that needs Redis calls [Main] from its TestMain and then
-// [NewClient] and [Prefix] in its tests:
+// Every test package that uses the shared server calls [Main] (or [Run],
+// from a TestMain that does more) and then [NewClient] and [Prefix] in its
+// tests:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
 //
@@ -23,8 +27,19 @@
 // Tests never FLUSHDB: each one works under its own random key prefix, so
 // they can run in parallel against one server.
 //
+// # Topologies
+//
 // [StartServer] starts an extra, dedicated server for a test that needs to
-// stop, kill, restart or pause it.
+// stop, kill, restart or pause it, or to reach it through a [Proxy] that
+// partitions or stalls the link. [StartCluster] starts a Redis Cluster of
+// such servers (masters, and replicas with [WithReplicas]). Both are a
+// [Topology]: a set of [Server] processes a test can break one by one and a
+// client of the whole. A further topology (a Sentinel setup: a primary, its
+// replicas and the sentinels, each a Server started with [ConfigFile] and
+// the --sentinel argument) is built the same way.
+//
+// redis-server missing is a failure, not a skip: `make test` installs it
+// (the Makefile's deps target).
 package redistest
 
 import (
@@ -62,6 +77,12 @@ var shared struct {
 // Main runs the tests of m, then stops the shared server if one was started,
 // and exits with the tests' status. Call it from TestMain.
 func Main(m *testing.M, opts ...MainOption) {
+	os.Exit(Run(m, opts...))
+}
+
+// Run is Main for a TestMain that does more before or after the tests: it
+// runs them, stops the shared server and returns the status to exit with.
+func Run(m *testing.M, opts ...MainOption) int {
 	var cfg mainConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -74,7 +95,7 @@ func Main(m *testing.M, opts ...MainOption) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // MainOption configures Main.
@@ -244,22 +265,6 @@ func EscapeGlob(s string) string {
 		b = append(b, s[i])
 	}
 	return string(b)
-}
-
-// Eventually calls cond every few milliseconds until it returns true, and
-// fails tb if it has not within timeout.
-func Eventually(tb testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: not true after %v: "+msg, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // lookPath resolves ServerBinary.

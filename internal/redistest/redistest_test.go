@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m, redistest.CheckLeaks()) }
@@ -62,7 +63,7 @@ func TestDedicatedServer(t *testing.T) {
 		t.Fatal("GET answered while paused")
 	}
 	s.Resume()
-	redistest.Eventually(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Resume")
+	wait.For(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Resume")
 
 	// Kill and restart: the append-only file keeps the key.
 	s.Kill()
@@ -76,8 +77,26 @@ func TestDedicatedServer(t *testing.T) {
 		t.Fatal("PING answered after Kill")
 	}
 	s.Restart()
-	redistest.Eventually(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Restart")
+	wait.For(t, 5*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET after Restart")
 
 	s.Stop()
 	s.Stop() // idempotent
+}
+
+// TestConfigFileAndTopology: a server started from a config file (as a
+// Sentinel will be) reads it, and Server and Cluster are Topologies whose
+// clients reach every node.
+func TestConfigFileAndTopology(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.StartServer(t, redistest.ConfigFile("maxmemory 12mb\n"))
+	var top redistest.Topology = s
+	c := top.UniversalClient(t)
+	got, err := c.ConfigGet(ctx, "maxmemory").Result()
+	if err != nil || got["maxmemory"] != "12582912" {
+		t.Fatalf("CONFIG GET maxmemory = %v, %v; want the config file's 12mb", got, err)
+	}
+	if n := top.Nodes(); len(n) != 1 || n[0] != s {
+		t.Fatalf("Nodes = %v", n)
+	}
 }

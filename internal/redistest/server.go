@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -40,6 +41,9 @@ type ServerOption func(*serverConfig)
 type serverConfig struct {
 	appendOnly bool
 	args       []string
+	// conf, if set, is written to redis.conf in the server's directory,
+	// which redis-server is started with (and may rewrite).
+	conf *string
 }
 
 // AppendOnly turns on the append-only file with fsync on every write, so
@@ -52,6 +56,13 @@ func AppendOnly() ServerOption {
 // "10mb".
 func Args(args ...string) ServerOption {
 	return func(c *serverConfig) { c.args = append(c.args, args...) }
+}
+
+// ConfigFile writes text to redis.conf in the server's directory and starts
+// redis-server with that file (before the other arguments, which override
+// it). redis-server may rewrite the file: Sentinel and Cluster do.
+func ConfigFile(text string) ServerOption {
+	return func(c *serverConfig) { c.conf = &text }
 }
 
 // StartServer starts a dedicated redis-server for tb, which tb may stop,
@@ -80,6 +91,12 @@ func startServer(cfg serverConfig) (*Server, error) {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	s := &Server{cfg: cfg, dir: dir, own: true}
+	if cfg.conf != nil {
+		if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(*cfg.conf), 0o600); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
 	// A free port can be taken by someone else between our probe and the
 	// server's bind; try a few.
 	for range 5 {
@@ -106,7 +123,11 @@ func freePort() (int, error) {
 }
 
 func (s *Server) args() []string {
-	a := []string{
+	var a []string
+	if s.cfg.conf != nil {
+		a = append(a, filepath.Join(s.dir, "redis.conf"))
+	}
+	a = append(a,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -114,7 +135,7 @@ func (s *Server) args() []string {
 		"--protected-mode", "no",
 		"--loglevel", "warning",
 		"--databases", "1",
-	}
+	)
 	if s.cfg.appendOnly {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
@@ -197,6 +218,15 @@ func (s *Server) NewClient(tb testing.TB) *redis.Client {
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }
+
+// UniversalClient is NewClient as a redis.UniversalClient (see [Topology]).
+func (s *Server) UniversalClient(tb testing.TB) redis.UniversalClient {
+	tb.Helper()
+	return s.NewClient(tb)
+}
+
+// Nodes is the server itself (see [Topology]).
+func (s *Server) Nodes() []*Server { return []*Server{s} }
 
 // Log returns what the server wrote to stdout and stderr since it last
 // started.

@@ -52,6 +52,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -109,16 +110,11 @@ const (
 
 // WaitFor calls cond every few milliseconds until it returns true. If it has
 // not within timeout, WaitFor fails the test with msg. Call it from the test's
-// goroutine.
+// goroutine. (It is the tree's one wait helper, internal/wait, for driver
+// authors, who cannot import that.)
 func WaitFor(t testing.TB, timeout time.Duration, cond func() bool, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, msg)
-		}
-		time.Sleep(pollInterval)
-	}
+	wait.For(t, timeout, cond, "%s", msg)
 }
 
 // testCase is one case of the suite.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -162,11 +163,11 @@ func TestFlippedByteInRecord(t *testing.T) {
 	}
 	// Claim everything: 19 timers come out, the damaged one goes dead.
 	var got int
-	eventually(t, 5*time.Second, func() bool {
+	wait.For(t, 5*time.Second, func() bool {
 		r := claim(t, d, "beta", 100, time.Hour)
 		got += len(r.Timers)
 		return got == 19
-	})
+	}, "the 19 sound timers of beta to be claimed")
 	page, _ := d.ListDead(ctx, "beta", ontimedriver.ListOptions{})
 	if len(page.Dead) != 1 || page.Dead[0].ID != "beta-0007" || page.Dead[0].Reason != ontimebolt.ReasonCorrupt {
 		t.Fatalf("dead letters = %+v", page.Dead)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -74,7 +75,7 @@ func TestGroupCommit(t *testing.T) {
 					}
 				})
 			}
-			eventually(t, 10*time.Second, func() bool { return ontimebolt.Waiting(d) == calls })
+			wait.For(t, 10*time.Second, func() bool { return ontimebolt.Waiting(d) == calls }, "%d calls waiting for the held commit", calls)
 			release()
 			wg.Wait()
 			got := ontimebolt.Commits(d) - before - 1 // the held transaction's own

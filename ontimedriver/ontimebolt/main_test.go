@@ -83,15 +83,3 @@ func ids(timers []ontimedriver.ClaimedTimer) []string {
 	}
 	return out
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", within)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -60,7 +61,7 @@ func TestDueTopicsNotBeforeDue(t *testing.T) {
 		t.Fatalf("topic due at %v reported due at %v", due, first.Now)
 	}
 	sawAbsent := false
-	eventually(t, 10*time.Second, func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		r := dueTopics(t, d, "*", 10)
 		if len(r.Topics) == 0 {
 			sawAbsent = true
@@ -86,7 +87,7 @@ func TestDueTopicsNotBeforeDue(t *testing.T) {
 			t.Fatalf("claim of a due topic found %v", ids(c.Timers))
 		}
 		return true
-	})
+	}, "the topic to be reported due")
 	if !sawAbsent {
 		t.Log("the topic was due by the first look (slow machine); the absent case went unchecked")
 	}
@@ -812,7 +813,7 @@ func TestDueTopicsExpiredLease(t *testing.T) {
 	schedule(t, d, "q", ontimedriver.NewTimer{ID: "a"})
 	c := claim(t, d, "q", 1, 50*time.Millisecond)
 	deadline := c.Timers[0].LeaseUntil
-	eventually(t, 10*time.Second, func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		r := dueTopics(t, d, "*", 10)
 		if len(r.Topics) == 0 {
 			if !r.Next.Equal(deadline) || !r.Now.Before(deadline) {
@@ -824,7 +825,7 @@ func TestDueTopicsExpiredLease(t *testing.T) {
 			t.Fatalf("reported due at %v, before the lease deadline %v", r.Now, deadline)
 		}
 		return true
-	})
+	}, "the expired lease to be reported due")
 	if c := claim(t, d, "q", 1, time.Minute); len(c.Timers) != 1 || c.Timers[0].Attempt != 2 {
 		t.Fatalf("after the lease expired Claim got %+v", c.Timers)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -309,4 +310,45 @@ func benchScriptCost(b *testing.B, layout ontimeredis.Layout, batch int) {
 		}
 	})
 	b.StopTimer()
+}
+
+// BenchmarkCompatPublishBehindHead publishes timers one by one on the
+// compatible layout, each due after the topic's head (an hour out), while
+// a Go worker is subscribed to the topic's wake-ups (four subscribers:
+// four workers). Every such publish now sends a wake-up (a Python head may
+// be unknown to the workers); this is its cost, one PUBLISH per call.
+//
+//	go test -run '^$' -bench CompatPublishBehindHead -benchtime 20000x ./ontimedriver/ontimeredis/
+func BenchmarkCompatPublishBehindHead(b *testing.B) {
+	c := benchClient(b, ontimeredis.Compatible)
+	ctx := context.Background()
+	if _, err := c.Publish(ctx, "behind", "head", ontime.In(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var drained sync.WaitGroup
+	b.Cleanup(func() { close(stop); drained.Wait() })
+	for range 4 {
+		wake, cancel, err := c.Driver().Subscribe(ctx, "behind")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(cancel)
+		drained.Go(func() {
+			for {
+				select {
+				case <-wake:
+				case <-stop:
+					return
+				}
+			}
+		})
+	}
+	body := make([]byte, 100)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Publish(ctx, "behind", body, ontime.In(2*time.Hour)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -2,9 +2,12 @@ package ontimeredis
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // TestCallPool: calls made one after another run on one pooled
@@ -14,6 +17,7 @@ func TestCallPool(t *testing.T) {
 	var p callPool
 	p.init()
 	base := runtime.NumGoroutine()
+	goroutines := func() string { return strconv.Itoa(runtime.NumGoroutine()) }
 
 	// Sequential calls: the pooled goroutine is found idle again (a call
 	// that comes before it is back waiting starts another, which is
@@ -45,7 +49,7 @@ func TestCallPool(t *testing.T) {
 
 	// close ends the idle goroutines.
 	p.close()
-	waitFor(t, func() bool { return runtime.NumGoroutine() <= base })
+	wait.For(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= base }, "the pool's goroutines to end (%d before, %s now)", base, goroutines)
 	// A call after close still runs.
 	after := make(chan struct{})
 	p.run(func() { close(after) })
@@ -54,16 +58,5 @@ func TestCallPool(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a call after close did not run")
 	}
-	waitFor(t, func() bool { return runtime.NumGoroutine() <= base })
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within 5s (goroutines: %d)", runtime.NumGoroutine())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.For(t, 5*time.Second, func() bool { return runtime.NumGoroutine() <= base }, "the pool's goroutines to end (%d before, %s now)", base, goroutines)
 }

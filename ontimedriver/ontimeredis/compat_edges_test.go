@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // TestCompatPublishWakesPastPythonHead: a Python timer that is due but
@@ -104,4 +106,81 @@ func TestCompatHandleAnyPythonBodies(t *testing.T) {
 			t.Fatal("not every Python timer was delivered")
 		}
 	}
+}
+
+// TestCompatWakeBehindPythonHead: a Python timer that is not due yet sits
+// at the head of a topic, published after the Go workers last looked (a
+// Python publisher sends no wake-up, so they know nothing of it and sleep
+// until their poll). A Go publish due after it, and a Go retry due after
+// it, must still wake them, with their own due time: the script cannot
+// tell which timers the workers know. It used to send a wake-up only when
+// the new timer came before the head (or the head was due), so such a Go
+// timer waited for the poll (7.7 s late with PollInterval 25 s against
+// the real Python library).
+func TestCompatWakeBehindPythonHead(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newCompat(t, "")
+	const topic = "wake-behind-py"
+	wake, cancel, err := e.d.Subscribe(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	next := func(what string, want time.Time) {
+		t.Helper()
+		select {
+		case at := <-wake:
+			if d := at.Sub(want); d < -time.Second || d > time.Second {
+				t.Fatalf("%s: wake-up for %v, want %v", what, at, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no wake-up within 5s", what)
+		}
+	}
+	pythonAt := func(id string, due time.Time) {
+		t.Helper()
+		score := float64(due.UnixMicro())/1e6 + 0.000123 // Python's microseconds
+		if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, e.timeline+":"+topic, redis.Z{Score: score, Member: id})
+			p.HSet(ctx, e.payloads+":"+topic, id, unhex(t, vectorA))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A Go timer due now, claimed, and the Python timer published after
+	// the claim, due in an hour.
+	if _, err := e.client.Publish(ctx, topic, "go", ontime.WithID("go-0")); err != nil {
+		t.Fatal(err)
+	}
+	next("the first publish", time.Now())
+	var claimed []ontimedriver.ClaimedTimer
+	wait.For(t, 5*time.Second, func() bool {
+		r, err := e.d.Claim(ctx, topic, 1, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = r.Timers
+		return len(claimed) == 1
+	}, "go-0 to be claimable")
+	pythonAt("py-1", time.Now().Add(time.Hour))
+
+	// A Go publish due after the Python head wakes the workers.
+	due := time.Now().Add(2 * time.Hour)
+	if _, err := e.client.Publish(ctx, topic, "go", ontime.WithID("go-1"), ontime.At(due)); err != nil {
+		t.Fatal(err)
+	}
+	next("a Go publish behind a Python timer that is not due", due)
+
+	// So does a Go retry due after it.
+	errs, err := e.d.Settle(ctx, topic, []ontimedriver.Settlement{{
+		Lease: ontimedriver.Lease{ID: claimed[0].ID, Token: claimed[0].Token},
+		Kind:  ontimedriver.Retry, Delay: 90 * time.Minute, Error: "boom",
+	}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("Settle: %v %v", err, errs)
+	}
+	next("a Go retry behind a Python timer that is not due", time.Now().Add(90*time.Minute))
 }

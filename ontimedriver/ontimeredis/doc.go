@@ -168,9 +168,12 @@
 // again, so it is delivered twice) and, unless CompatDeadLetters is set, dead
 // letters (a dead-lettered timer is deleted and logged). Python publishers
 // do not send wake-ups, so a Go worker notices their timers at its next
-// claim: the fallback PollInterval bounds that lateness; Go publishers do
-// wake Go workers, both when their timer comes before the topic's head and
-// when the head is already due (a Python timer nobody has claimed yet), so
+// claim: the fallback PollInterval bounds that lateness. Go publishers
+// (and Go retries and snoozes) wake Go workers on every call, with their
+// timers' earliest due time, not only when it comes before the topic's
+// head: the head may be a Python timer the workers do not know of, and a
+// Go timer behind it would wait for their poll. When the head is already
+// due (a Python timer nobody has claimed yet) the wake-up is for it, so
 // that a Go publish also brings the waiting Python timers to a sleeping Go
 // worker. A handler of type any (Handle[any]) gets a body as the Python
 // reader's Any does: text/plain as a string, JSON as its value, another

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/drivertest"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
@@ -450,7 +451,7 @@ func TestSubscribeTopicsDropped(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no wake-up after the pub/sub connection dropped")
 	}
-	redistest.Eventually(t, 5*time.Second, func() bool {
+	wait.For(t, 5*time.Second, func() bool {
 		n, err := rdb.PubSubNumPat(ctx).Result()
 		return err == nil && n == 1
 	}, "the pattern subscription restored")

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
-	"github.com/ontime-go/ontime/ontimedriver/drivertest"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
@@ -165,7 +165,7 @@ func TestCompatPythonTimerDelivered(t *testing.T) {
 	if m := seen["py-raw"]; string(m.Raw) != `{"id": 1}` || m.CorrelationID != "py-raw" {
 		t.Errorf("py-raw: body %q corr %q", m.Raw, m.CorrelationID)
 	}
-	drivertest.WaitFor(t, 3*time.Second, func() bool {
+	wait.For(t, 3*time.Second, func() bool {
 		n, _ := e.rdb.Exists(ctx, tl, pl).Result()
 		return n == 0
 	}, "acked timers removed from both Python keys")
@@ -228,7 +228,7 @@ func TestCompatPythonNonASCIIHeaders(t *testing.T) {
 	if string(m.Raw) != `{"a":1}` {
 		t.Errorf("body %q, want {\"a\":1}", m.Raw)
 	}
-	drivertest.WaitFor(t, 3*time.Second, func() bool {
+	wait.For(t, 3*time.Second, func() bool {
 		n, _ := e.rdb.Exists(ctx, tl, pl).Result()
 		return n == 0
 	}, "the acked timer removed from both Python keys")
@@ -552,7 +552,7 @@ func TestIdleWorkerIsQuiet(t *testing.T) {
 	// claimed once (a topic subscribes before its first claim). From here
 	// on nothing is due and the next poll is 30 s away.
 	channels := []string{"ontime:{idle1}:wake", "ontime:{idle2}:wake"}
-	redistest.Eventually(t, 10*time.Second, func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		subs, err := stats.PubSubNumSub(ctx, channels...).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,13 @@ import (
 // Scripts PUBLISH the new head's due time (ms) on the topic's wake channel
 // when a schedule, retry, snooze or replay makes a timer earlier than the
 // topic's head.
+//
+// The hub's lock guards its bookkeeping only; it is never held across a
+// network call. What to send (SUBSCRIBE, UNSUBSCRIBE, ...) is decided under
+// the lock and queued, in that order, for one sender goroutine, so that a
+// command the network is slow to take (a congested link, a connection
+// go-redis is redialling) delays the commands behind it, never the
+// wake-ups of the topics already subscribed.
 type hub struct {
 	d *Driver
 
@@ -25,10 +32,26 @@ type hub struct {
 	ps     *redis.PubSub
 	chans  subs[*listener]  // SUBSCRIBE, by channel
 	pats   subs[*plistener] // PSUBSCRIBE, by Redis pattern
+	queue  []hubCommand     // commands for the sender, in order
+	kick   chan struct{}    // (cap 1) the queue has commands
 	stop   chan struct{}
-	done   chan struct{}
+	wg     sync.WaitGroup // the reader and the sender
 	closed bool
 }
+
+// hubCommand is one pub/sub command for the sender.
+type hubCommand struct {
+	verb string // subscribe, psubscribe, unsubscribe, punsubscribe
+	name string // channel or pattern
+	// result gets the command's error (nil once sent); nil when nobody
+	// waits (unsubscribes).
+	result chan error
+}
+
+// unsubscribeTimeout bounds the sending of an UNSUBSCRIBE: a connection
+// that cannot take it is broken, and go-redis does not subscribe again to
+// what was unsubscribed when it reconnects.
+const unsubscribeTimeout = time.Second
 
 // subs is the bookkeeping of one kind of subscription (SUBSCRIBE by
 // channel name, PSUBSCRIBE by pattern), guarded by the hub's lock.
@@ -45,25 +68,28 @@ func newSubs[L comparable]() subs[L] {
 	return subs[L]{listeners: map[string]map[L]struct{}{}, confirm: map[string]chan struct{}{}, pending: map[string]int{}}
 }
 
-// add registers l under name. The first listener of a name sends the
-// command (SUBSCRIBE or PSUBSCRIBE); a failed command registers nothing.
-// It returns the channel closed when Redis has confirmed the name.
-func (s *subs[L]) add(name string, l L, command func() error) (chan struct{}, error) {
+// add registers l under name. It returns the channel closed when Redis has
+// confirmed the name, and whether l is the name's first listener: then the
+// caller queues the command (SUBSCRIBE or PSUBSCRIBE), counted pending
+// here.
+func (s *subs[L]) add(name string, l L) (wait chan struct{}, first bool) {
 	if set, ok := s.listeners[name]; ok {
 		set[l] = struct{}{}
-		return s.confirm[name], nil
+		return s.confirm[name], false
 	}
-	wait := make(chan struct{})
+	wait = make(chan struct{})
 	s.listeners[name] = map[L]struct{}{l: {}}
 	s.confirm[name] = wait
 	s.pending[name]++
-	if err := command(); err != nil {
+	return wait, true
+}
+
+// failed forgets a command for name that could not be sent: no reply will
+// come for it.
+func (s *subs[L]) failed(name string) {
+	if s.pending[name] > 0 {
 		s.pending[name]--
-		delete(s.listeners, name)
-		delete(s.confirm, name)
-		return nil, err
 	}
-	return wait, nil
 }
 
 // remove drops l. It reports true when l was the name's last listener and
@@ -148,8 +174,8 @@ func (h *hub) init(d *Driver) {
 	h.d = d
 	h.chans = newSubs[*listener]()
 	h.pats = newSubs[*plistener]()
+	h.kick = make(chan struct{}, 1)
 	h.stop = make(chan struct{})
-	h.done = make(chan struct{})
 }
 
 // subscribeTimeout bounds the wait for Redis to confirm a subscription.
@@ -161,8 +187,9 @@ func (d *Driver) Subscribe(ctx context.Context, topic string) (<-chan time.Time,
 	return d.hub.subscribe(ctx, d.keys(topic).wake)
 }
 
-// lockOpen takes the hub's lock and opens its pub/sub connection if it has
-// none; it fails (without the lock) when the hub is closed.
+// lockOpen takes the hub's lock and starts its pub/sub connection (reader
+// and sender) if it has none; it fails (without the lock) when the hub is
+// closed.
 func (h *hub) lockOpen(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -170,10 +197,103 @@ func (h *hub) lockOpen(ctx context.Context) error {
 		return errClosed
 	}
 	if h.ps == nil {
+		// No channel yet: this does not touch the network.
 		h.ps = h.d.rdb.Subscribe(context.WithoutCancel(ctx))
+		h.wg.Add(2)
 		go h.read(h.ps)
+		go h.send(h.ps)
 	}
 	return nil
+}
+
+// enqueue queues a command for the sender; called with the hub's lock
+// held. It returns the channel the command's error comes on, or nil when
+// wantResult is false.
+func (h *hub) enqueue(verb, name string, wantResult bool) chan error {
+	c := hubCommand{verb: verb, name: name}
+	if wantResult {
+		c.result = make(chan error, 1)
+	}
+	h.queue = append(h.queue, c)
+	select {
+	case h.kick <- struct{}{}:
+	default: // the sender has been kicked already
+	}
+	return c.result
+}
+
+// send sends the queued commands, in order, until the hub closes. It is
+// the only goroutine that writes commands to the pub/sub connection, and
+// it holds no lock of the hub while it does.
+func (h *hub) send(ps *redis.PubSub) {
+	defer h.wg.Done()
+	for {
+		stopped := false
+		select {
+		case <-h.stop:
+			stopped = true
+		case <-h.kick:
+		}
+		h.mu.Lock()
+		q := h.queue
+		h.queue = nil
+		h.mu.Unlock()
+		for _, c := range q {
+			if stopped {
+				reply(c, errClosed)
+			} else {
+				reply(c, h.sendOne(ps, c))
+			}
+		}
+		if stopped {
+			return
+		}
+	}
+}
+
+// sendOne writes one command (go-redis dials first if its connection is
+// down), bounded by the wait its caller accepts.
+func (h *hub) sendOne(ps *redis.PubSub, c hubCommand) error {
+	timeout := subscribeTimeout
+	if c.result == nil {
+		timeout = unsubscribeTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	switch c.verb {
+	case "subscribe":
+		return ps.Subscribe(ctx, c.name)
+	case "psubscribe":
+		return ps.PSubscribe(ctx, c.name)
+	case "unsubscribe":
+		return ps.Unsubscribe(ctx, c.name)
+	default:
+		return ps.PUnsubscribe(ctx, c.name)
+	}
+}
+
+func reply(c hubCommand, err error) {
+	if c.result != nil {
+		c.result <- err
+	}
+}
+
+// join registers l under name, with the hub's lock held (lockOpen), and
+// releases the lock; the name's first listener queues verb. It returns
+// what awaitConfirm waits on, and what it calls when the command could
+// not be sent.
+func join[L comparable](h *hub, s *subs[L], verb, name string, l L) (wait chan struct{}, sent chan error, failed func()) {
+	wait, first := s.add(name, l)
+	if first {
+		sent = h.enqueue(verb, name, true)
+	}
+	h.mu.Unlock()
+	failed = func() {
+		h.mu.Lock()
+		s.failed(name)
+		h.mu.Unlock()
+	}
+	return wait, sent, failed
 }
 
 func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
@@ -181,14 +301,9 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 		return nil, nil, err
 	}
 	l := &listener{ch: make(chan time.Time, 1)}
-	wait, err := h.chans.add(channel, l, func() error { return h.ps.Subscribe(ctx, channel) })
-	h.mu.Unlock()
-	if err != nil {
-		return nil, nil, fmt.Errorf("ontimeredis: subscribe: %w", err)
-	}
-
+	wait, sent, failed := join(h, &h.chans, "subscribe", channel, l)
 	cancel := func() { h.unsubscribe(channel, l) }
-	if err := awaitConfirm(ctx, wait, cancel, "subscribe"); err != nil {
+	if err := awaitConfirm(ctx, sent, failed, wait, cancel, "subscribe"); err != nil {
 		return nil, nil, err
 	}
 	return l.ch, cancel, nil
@@ -201,39 +316,34 @@ func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, aft
 		return nil, nil, err
 	}
 	l := &plistener{ch: make(chan ontimedriver.TopicWake, topicWakeBuffer), topicPattern: topicPattern, before: before, after: after}
-	wait, err := h.pats.add(pattern, l, func() error { return h.ps.PSubscribe(ctx, pattern) })
-	h.mu.Unlock()
-	if err != nil {
-		return nil, nil, fmt.Errorf("ontimeredis: psubscribe: %w", err)
-	}
-
+	wait, sent, failed := join(h, &h.pats, "psubscribe", pattern, l)
 	cancel := func() { h.punsubscribe(pattern, l) }
-	if err := awaitConfirm(ctx, wait, cancel, "psubscribe"); err != nil {
+	if err := awaitConfirm(ctx, sent, failed, wait, cancel, "psubscribe"); err != nil {
 		return nil, nil, err
 	}
 	return l.ch, cancel, nil
 }
 
+// punsubscribe drops l; the last listener of the pattern queues a
+// PUNSUBSCRIBE. It does not wait for the network.
 func (h *hub) punsubscribe(pattern string, l *plistener) {
 	l.once.Do(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.pats.remove(pattern, l, h.closed) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = h.ps.PUnsubscribe(ctx, pattern)
+			h.enqueue("punsubscribe", pattern, false)
 		}
 	})
 }
 
+// unsubscribe drops l; the last listener of the channel queues an
+// UNSUBSCRIBE. It does not wait for the network.
 func (h *hub) unsubscribe(channel string, l *listener) {
 	l.once.Do(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.chans.remove(channel, l, h.closed) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_ = h.ps.Unsubscribe(ctx, channel)
+			h.enqueue("unsubscribe", channel, false)
 		}
 	})
 }
@@ -242,7 +352,7 @@ func (h *hub) unsubscribe(channel string, l *listener) {
 // (go-redis reconnects and subscribes again) every listener gets a zero
 // notification: wake-ups may have been missed, so workers claim at once.
 func (h *hub) read(ps *redis.PubSub) {
-	defer close(h.done)
+	defer h.wg.Done()
 	failing := false
 	backoff := 50 * time.Millisecond
 	for {
@@ -422,18 +532,33 @@ func (h *hub) close() {
 	}
 	close(h.stop)
 	_ = ps.Close()
-	<-h.done
+	h.wg.Wait()
 }
 
-// awaitConfirm waits until Redis confirms a (p)subscription (wait is
-// closed; nil: confirmed before), at most subscribeTimeout; on failure it
-// calls cancel.
-func awaitConfirm(ctx context.Context, wait chan struct{}, cancel func(), verb string) error {
-	if wait == nil {
-		return nil
-	}
+// awaitConfirm waits, at most subscribeTimeout in all, until the sender has
+// sent the (p)subscription's command (sent gets its error; nil: another
+// listener's command subscribes the name), and then until Redis confirms
+// it (wait is closed). When the command could not be sent it calls failed;
+// on any failure it calls cancel.
+func awaitConfirm(ctx context.Context, sent chan error, failed func(), wait chan struct{}, cancel func(), verb string) error {
 	t := time.NewTimer(subscribeTimeout)
 	defer t.Stop()
+	if sent != nil {
+		select {
+		case err := <-sent:
+			if err != nil {
+				failed()
+				cancel()
+				return fmt.Errorf("ontimeredis: %s: %w", verb, err)
+			}
+		case <-ctx.Done():
+			cancel()
+			return ctx.Err()
+		case <-t.C:
+			cancel()
+			return fmt.Errorf("ontimeredis: %s: the command could not be sent within %v", verb, subscribeTimeout)
+		}
+	}
 	select {
 	case <-wait:
 		return nil

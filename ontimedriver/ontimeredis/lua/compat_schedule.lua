@@ -52,13 +52,21 @@ if m > 0 then
   batched('ZADD', KEYS[1], zadd)
   batched('HSET', KEYS[2], hset)
 end
--- Wake Go workers when the new timer comes before the head, and also when
--- the head is already due: Python publishers send no wake-up, so a Python
--- timer can be due and unclaimed at the head while Go workers sleep until
--- their poll; the wake-up (for the earlier of the two) gets them both.
-if earliest and (not old or earliest / 1000000 < old) then
-  redis.call('PUBLISH', ARGV[2], fmt(earliest / 1000))
-elseif earliest and old * 1000000 <= now then
-  redis.call('PUBLISH', ARGV[2], fmt(math.floor(old * 1000)))
+-- Wake Go workers on every publish, with the new timers' earliest due time:
+-- Python publishers send no wake-up, so the Go workers may know nothing of
+-- the timers ahead of this one (a Python timer published after their last
+-- claim), and a wake-up sent only when this timer is the new head would
+-- leave it waiting behind such a timer for their poll. The script cannot
+-- tell which timers the workers know (that would take a key Python does
+-- not know), so it always sends; a worker that will wake earlier anyway
+-- ignores it without a store call. When the head is already due (a Python
+-- timer nobody has claimed), the wake-up is for it: the workers claim it at
+-- once and learn the rest.
+if earliest then
+  local at = earliest / 1000
+  if old and old * 1000000 <= now and old * 1000 < at then
+    at = math.floor(old * 1000)
+  end
+  redis.call('PUBLISH', ARGV[2], fmt(at))
 end
 return out

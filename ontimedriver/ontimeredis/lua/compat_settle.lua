@@ -49,12 +49,6 @@ for j = 1, n do
     end
   end
 end
--- the head before this call's writes: a wake-up is sent only when a retry
--- or snooze becomes the new head
-local old
-if earliest then
-  old = head(KEYS[1])
-end
 if nd > 0 then
   batched('ZREM', KEYS[1], del)
   batched('HDEL', KEYS[2], del)
@@ -62,7 +56,10 @@ end
 if nz > 0 then
   batched('ZADD', KEYS[1], zadd)
 end
-if earliest and (not old or earliest / 1000000 < old) then
+-- A retry or snooze wakes the Go workers whatever the head is, as a
+-- publish does (compat_schedule.lua): a Python timer the workers do not
+-- know of may be ahead of it.
+if earliest then
   redis.call('PUBLISH', ARGV[1], fmt(earliest / 1000))
 end
 return out

@@ -1,315 +1,225 @@
-// Package apitest checks HTTP answers against the API's OpenAPI document,
-// for tests. It understands the subset of OpenAPI 3 / JSON Schema that
-// the document uses: $ref, type, required, properties,
-// additionalProperties, items, enum, format date-time, minimum, maximum,
-// minItems, maxItems, minLength and maxLength.
+// Package apitest checks the API's requests and answers against its
+// OpenAPI document, for tests, with kin-openapi: openapi3 loads the
+// document and validates it as OpenAPI 3, and openapi3filter validates
+// every request and answer that goes through a [Transport] against it.
 package apitest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
-// Spec is a loaded OpenAPI document.
+// Spec is a loaded, valid OpenAPI document.
 type Spec struct {
-	doc   map[string]any
-	paths []pathTemplate
+	doc    *openapi3.T
+	router routers.Router
 }
 
-type pathTemplate struct {
-	raw      string
-	segs     []string
-	literals int
-}
-
-// Load parses an OpenAPI document.
+// Load parses an OpenAPI document and validates it (a document kin-openapi
+// finds invalid is an error).
 func Load(data []byte) (*Spec, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, err
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	paths, ok := doc["paths"].(map[string]any)
-	if !ok {
-		return nil, errors.New("openapi: no paths")
+	if err := doc.Validate(loader.Context); err != nil {
+		return nil, fmt.Errorf("openapi: the document is not valid: %w", err)
 	}
-	s := &Spec{doc: doc}
-	for p := range paths {
-		pt := pathTemplate{raw: p, segs: strings.Split(strings.Trim(p, "/"), "/")}
-		for _, seg := range pt.segs {
-			if !strings.HasPrefix(seg, "{") {
-				pt.literals++
-			}
-		}
-		s.paths = append(s.paths, pt)
+	// Route by path alone: the tests' servers listen on any loopback
+	// port, not on the document's example server.
+	routed := *doc
+	routed.Servers = openapi3.Servers{{URL: "/"}}
+	router, err := gorillamux.NewRouter(&routed)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	sort.Slice(s.paths, func(i, j int) bool { return s.paths[i].raw < s.paths[j].raw })
-	return s, nil
+	return &Spec{doc: doc, router: router}, nil
 }
 
-// match finds the path template of an escaped request path.
-func (s *Spec) match(escapedPath string) (string, bool) {
-	// Only the leading slash goes: "/v1/topics/t/timers/" has an empty
-	// last segment, the {id} of /v1/topics/{topic}/timers/{id}.
-	segs := strings.Split(strings.TrimPrefix(escapedPath, "/"), "/")
-	best, bestLit := "", -1
-	for _, pt := range s.paths {
-		if len(pt.segs) != len(segs) {
-			continue
-		}
-		ok := true
-		for i, seg := range pt.segs {
-			if strings.HasPrefix(seg, "{") {
-				continue // may be empty: the server answers 400 for that
-			}
-			if seg != segs[i] {
-				ok = false
-				break
-			}
-		}
-		if ok && pt.literals > bestLit {
-			best, bestLit = pt.raw, pt.literals
-		}
+// validation are the options of every check: the API's bearer tokens are
+// the server's business (its own tests check them), and answers must have
+// a documented status.
+func validation() *openapi3filter.Options {
+	return &openapi3filter.Options{
+		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+		IncludeResponseStatus: true,
+		MultiError:            false,
 	}
-	return best, bestLit >= 0
 }
 
-// Check validates one answer: the operation and status must be documented,
-// and a JSON body must match the documented schema.
-func (s *Spec) Check(method, escapedPath string, status int, contentType string, body []byte) error {
-	tpl, ok := s.match(escapedPath)
-	if !ok {
-		if status == http.StatusNotFound {
-			// An undocumented path answered 404: right, with the error shape.
-			if err := s.CheckSchema("Error", body); err != nil {
-				return fmt.Errorf("openapi: %s %s 404: %w", method, escapedPath, err)
+// Exchange is one request and its answer.
+type Exchange struct {
+	Request     *http.Request // its Body is not read; RequestBody is
+	RequestBody []byte
+	Status      int
+	Header      http.Header
+	// Body is nil for an event stream, which is not read (check its
+	// events with CheckSchema).
+	Body []byte
+}
+
+// Check validates one exchange and returns the path template it matched
+// ("" for none):
+//   - an undocumented path must answer 404, and an undocumented method of
+//     a documented path 405, each with the Error schema;
+//   - a request the document refuses (parameters, body) must not be
+//     accepted: the answer must not be a 2xx (the server must refuse at
+//     least what the document refuses);
+//   - the answer's status must be documented for the operation, with its
+//     content type, and a JSON body must match the documented schema; an
+//     answer documented without content must have no body.
+func (s *Spec) Check(ctx context.Context, x Exchange) (string, error) {
+	req := x.Request.Clone(ctx)
+	req.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
+	method, path := req.Method, req.URL.EscapedPath()
+	route, params, err := s.router.FindRoute(req)
+	if errors.Is(err, routers.ErrPathNotFound) {
+		if empty := s.withEmptyParams(req); empty != nil {
+			// A documented path with an empty parameter ("/v1/topics//timers",
+			// "…/timers/"), which routing cannot match: the server
+			// refuses it as that operation's bad input.
+			route, params, err = empty, map[string]string{}, nil
+			if x.Status != http.StatusBadRequest {
+				return route.Path, fmt.Errorf("openapi: %s %s (%s) answered %d to an empty path parameter, want 400", method, route.Path, path, x.Status)
 			}
-			return nil
 		}
-		return fmt.Errorf("openapi: path %s is not documented", escapedPath)
 	}
-	pathItem := s.doc["paths"].(map[string]any)[tpl].(map[string]any)
-	op, ok := pathItem[strings.ToLower(method)].(map[string]any)
-	if !ok {
-		if status == http.StatusMethodNotAllowed {
-			return nil // an undocumented method answered 405: right
+	switch {
+	case errors.Is(err, routers.ErrPathNotFound):
+		if x.Status != http.StatusNotFound {
+			return "", fmt.Errorf("openapi: %s %s answered %d: the path is not documented", method, path, x.Status)
 		}
-		return fmt.Errorf("openapi: %s %s is not documented", method, tpl)
-	}
-	responses, _ := op["responses"].(map[string]any)
-	resp, ok := responses[strconv.Itoa(status)].(map[string]any)
-	if !ok {
-		resp, ok = responses["default"].(map[string]any)
-	}
-	if !ok {
-		return fmt.Errorf("openapi: %s %s answered %d, which is not documented", method, tpl, status)
-	}
-	content, _ := resp["content"].(map[string]any)
-	if len(content) == 0 {
-		if len(bytes.TrimSpace(body)) > 0 {
-			return fmt.Errorf("openapi: %s %s %d documents no body but got %q", method, tpl, status, body)
+		if err := s.CheckSchema("Error", x.Body); err != nil {
+			return "", fmt.Errorf("openapi: %s %s 404: %w", method, path, err)
 		}
+		return "", nil
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		tpl := s.template(path)
+		if x.Status != http.StatusMethodNotAllowed {
+			return tpl, fmt.Errorf("openapi: %s %s answered %d: the method is not documented", method, tpl, x.Status)
+		}
+		if err := s.CheckSchema("Error", x.Body); err != nil {
+			return tpl, fmt.Errorf("openapi: %s %s 405: %w", method, tpl, err)
+		}
+		return tpl, nil
+	case err != nil:
+		return "", fmt.Errorf("openapi: %s %s: %w", method, path, err)
+	}
+	tpl := route.Path
+	// The router matches the escaped path (so that %2F stays inside its
+	// segment) and gives the parameters escaped; the server decodes them.
+	for k, v := range params {
+		if u, err := url.PathUnescape(v); err == nil {
+			params[k] = u
+		}
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: validation()}
+	if rerr := openapi3filter.ValidateRequest(ctx, in); rerr != nil && x.Status >= 200 && x.Status < 300 {
+		return tpl, fmt.Errorf("openapi: %s %s answered %d to a request the document refuses: %w", method, tpl, x.Status, rerr)
+	}
+	stream := x.Body == nil && strings.HasPrefix(x.Header.Get("Content-Type"), "text/event-stream")
+	opts := validation()
+	opts.ExcludeResponseBody = stream
+	err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 x.Status,
+		Header:                 x.Header,
+		Body:                   io.NopCloser(bytes.NewReader(x.Body)),
+		Options:                opts,
+	})
+	if err != nil {
+		return tpl, fmt.Errorf("openapi: %s %s %d: %w", method, tpl, x.Status, err)
+	}
+	if resp := route.Operation.Responses.Status(x.Status); resp == nil || resp.Value == nil || len(resp.Value.Content) == 0 {
+		if len(bytes.TrimSpace(x.Body)) > 0 {
+			return tpl, fmt.Errorf("openapi: %s %s %d documents no body but got %q", method, tpl, x.Status, x.Body)
+		}
+	} else if stream {
+		mt, _, _ := mime.ParseMediaType(x.Header.Get("Content-Type"))
+		if resp.Value.Content.Get(mt) == nil {
+			return tpl, fmt.Errorf("openapi: %s %s %d: content type %q is not documented", method, tpl, x.Status, mt)
+		}
+	}
+	return tpl, nil
+}
+
+// withEmptyParams returns the route req's path matches when its empty
+// segments are taken as path parameters given empty, or nil.
+func (s *Spec) withEmptyParams(req *http.Request) *routers.Route {
+	segs := strings.Split(req.URL.EscapedPath(), "/")
+	filled := false
+	for i := 1; i < len(segs); i++ {
+		if segs[i] == "" {
+			segs[i], filled = "_", true
+		}
+	}
+	if !filled {
 		return nil
 	}
-	mt, _, _ := mime.ParseMediaType(contentType)
-	media, ok := content[mt].(map[string]any)
-	if !ok {
-		return fmt.Errorf("openapi: %s %s %d: content type %q is not documented", method, tpl, status, contentType)
-	}
-	if mt != "application/json" {
+	r := req.Clone(req.Context())
+	r.URL.RawPath = ""
+	r.URL.Path = strings.Join(segs, "/")
+	route, _, err := s.router.FindRoute(r)
+	if err != nil || !slices.ContainsFunc(strings.Split(route.Path, "/"), func(seg string) bool { return strings.HasPrefix(seg, "{") }) {
 		return nil
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("openapi: %s %s %d: body is not JSON: %v", method, tpl, status, err)
+	return route
+}
+
+// template returns the documented path template an escaped path matches
+// with any method, or "".
+func (s *Spec) template(escapedPath string) string {
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
+		req, err := http.NewRequest(m, "http://localhost"+escapedPath, nil)
+		if err != nil {
+			return ""
+		}
+		if route, _, err := s.router.FindRoute(req); err == nil {
+			return route.Path
+		}
 	}
-	if err := s.validate(media["schema"], v, "$"); err != nil {
-		return fmt.Errorf("openapi: %s %s %d: %w", method, tpl, status, err)
-	}
-	return nil
+	return ""
 }
 
 // CheckSchema validates JSON data against components.schemas[name].
 func (s *Spec) CheckSchema(name string, data []byte) error {
+	ref := s.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("openapi: no schema %q", name)
+	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return err
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("openapi: %s: not JSON: %w", name, err)
 	}
-	return s.validate(map[string]any{"$ref": "#/components/schemas/" + name}, v, "$")
-}
-
-func (s *Spec) resolve(ref string) (any, error) {
-	p, ok := strings.CutPrefix(ref, "#/")
-	if !ok {
-		return nil, fmt.Errorf("unsupported $ref %q", ref)
-	}
-	var cur any = s.doc
-	for _, part := range strings.Split(p, "/") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("bad $ref %q", ref)
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, fmt.Errorf("dangling $ref %q", ref)
-		}
-	}
-	return cur, nil
-}
-
-func (s *Spec) validate(schemaAny, v any, at string) error {
-	schema, ok := schemaAny.(map[string]any)
-	if !ok || len(schema) == 0 {
-		return nil // {} allows anything
-	}
-	if ref, ok := schema["$ref"].(string); ok {
-		target, err := s.resolve(ref)
-		if err != nil {
-			return err
-		}
-		return s.validate(target, v, at)
-	}
-	if enum, ok := schema["enum"].([]any); ok {
-		found := false
-		for _, e := range enum {
-			if fmt.Sprint(e) == fmt.Sprint(v) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return fmt.Errorf("%s: %v is not one of %v", at, v, enum)
-		}
-	}
-	typ, _ := schema["type"].(string)
-	switch typ {
-	case "":
-		return nil
-	case "object":
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: want an object, got %T", at, v)
-		}
-		props, _ := schema["properties"].(map[string]any)
-		if req, ok := schema["required"].([]any); ok {
-			for _, r := range req {
-				if _, ok := obj[r.(string)]; !ok {
-					return fmt.Errorf("%s: required field %q is missing", at, r)
-				}
-			}
-		}
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if ps, ok := props[k]; ok {
-				if err := s.validate(ps, obj[k], at+"."+k); err != nil {
-					return err
-				}
-				continue
-			}
-			switch ap := schema["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					return fmt.Errorf("%s: field %q is not documented", at, k)
-				}
-			case map[string]any:
-				if err := s.validate(ap, obj[k], at+"."+k); err != nil {
-					return err
-				}
-			}
-		}
-	case "array":
-		arr, ok := v.([]any)
-		if !ok {
-			return fmt.Errorf("%s: want an array, got %T", at, v)
-		}
-		if n, ok := num(schema["minItems"]); ok && float64(len(arr)) < n {
-			return fmt.Errorf("%s: %d items, want at least %v", at, len(arr), n)
-		}
-		if n, ok := num(schema["maxItems"]); ok && float64(len(arr)) > n {
-			return fmt.Errorf("%s: %d items, want at most %v", at, len(arr), n)
-		}
-		for i, it := range arr {
-			if err := s.validate(schema["items"], it, fmt.Sprintf("%s[%d]", at, i)); err != nil {
-				return err
-			}
-		}
-	case "string":
-		str, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("%s: want a string, got %T", at, v)
-		}
-		if n, ok := num(schema["minLength"]); ok && float64(len(str)) < n {
-			return fmt.Errorf("%s: string shorter than %v", at, n)
-		}
-		if n, ok := num(schema["maxLength"]); ok && float64(len(str)) > n {
-			return fmt.Errorf("%s: string longer than %v", at, n)
-		}
-		if schema["format"] == "date-time" {
-			if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
-				return fmt.Errorf("%s: %q is not an RFC 3339 date-time", at, str)
-			}
-		}
-	case "integer", "number":
-		n, ok := v.(json.Number)
-		if !ok {
-			return fmt.Errorf("%s: want a %s, got %T", at, typ, v)
-		}
-		f, err := n.Float64()
-		if err != nil {
-			return fmt.Errorf("%s: %v", at, err)
-		}
-		if typ == "integer" {
-			if _, err := n.Int64(); err != nil {
-				return fmt.Errorf("%s: %s is not an integer", at, n)
-			}
-		}
-		if m, ok := num(schema["minimum"]); ok && f < m {
-			return fmt.Errorf("%s: %v is below the minimum %v", at, f, m)
-		}
-		if m, ok := num(schema["maximum"]); ok && f > m {
-			return fmt.Errorf("%s: %v is above the maximum %v", at, f, m)
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("%s: want a boolean, got %T", at, v)
-		}
-	default:
-		return fmt.Errorf("%s: schema type %q is not supported by the checker", at, typ)
+	if err := ref.Value.VisitJSON(v); err != nil {
+		return fmt.Errorf("openapi: %s: %w", name, err)
 	}
 	return nil
 }
 
-func num(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// Transport checks every answer that goes through it against the spec and
-// reports mismatches with t.Errorf. Event streams are passed through
-// unchecked (check their events with CheckSchema).
+// Transport checks every exchange that goes through it against the spec
+// (Spec.Check) and reports mismatches with T.Errorf. Event streams are
+// passed through with their status and content type checked (check their
+// events with CheckSchema).
 type Transport struct {
 	Base http.RoundTripper // nil: http.DefaultTransport
 	Spec *Spec
@@ -325,33 +235,44 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	var reqBody []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var err error
+		if reqBody, err = io.ReadAll(r.Body); err != nil {
+			return nil, err
+		}
+		_ = r.Body.Close()
+		r = r.Clone(r.Context())
+		// The same bytes, framed the same way (a known length stays
+		// known, an unknown one stays chunked).
+		r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
 	resp, err := base.RoundTrip(r)
 	if err != nil {
 		return resp, err
 	}
-	ct := resp.Header.Get("Content-Type")
-	if strings.HasPrefix(ct, "text/event-stream") {
-		t.record(r.Method, r.URL.EscapedPath(), resp.StatusCode)
-		if err := t.Spec.Check(r.Method, r.URL.EscapedPath(), resp.StatusCode, ct, nil); err != nil {
-			t.T.Errorf("%v", err)
+	x := Exchange{Request: r, RequestBody: reqBody, Status: resp.StatusCode, Header: resp.Header}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
 		}
-		return resp, nil
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		x.Body = body
+		if x.Body == nil {
+			x.Body = []byte{}
+		}
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	tpl, err := t.Spec.Check(context.Background(), x)
 	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	t.record(r.Method, r.URL.EscapedPath(), resp.StatusCode)
-	if err := t.Spec.Check(r.Method, r.URL.EscapedPath(), resp.StatusCode, ct, body); err != nil {
 		t.T.Errorf("%v", err)
 	}
+	t.record(r.Method, tpl, resp.StatusCode)
 	return resp, nil
 }
 
-func (t *Transport) record(method, path string, status int) {
-	tpl, _ := t.Spec.match(path)
+func (t *Transport) record(method, tpl string, status int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.seen == nil {
@@ -389,25 +310,22 @@ func (o Operation) Key(status int) string {
 // Operations lists every documented operation, by path then method.
 func (s *Spec) Operations() []Operation {
 	var out []Operation
-	paths := s.doc["paths"].(map[string]any)
-	for _, pt := range s.paths {
-		item, _ := paths[pt.raw].(map[string]any)
-		methods := make([]string, 0, len(item))
-		for m := range item {
+	for _, path := range slices.Sorted(func(yield func(string) bool) {
+		for p := range s.doc.Paths.Map() {
+			if !yield(p) {
+				return
+			}
+		}
+	}) {
+		ops := s.doc.Paths.Value(path).Operations()
+		methods := make([]string, 0, len(ops))
+		for m := range ops {
 			methods = append(methods, m)
 		}
 		sort.Strings(methods)
 		for _, m := range methods {
-			op, ok := item[m].(map[string]any)
-			if !ok {
-				continue
-			}
-			responses, ok := op["responses"].(map[string]any)
-			if !ok {
-				continue // "parameters" and other non-operation members
-			}
-			o := Operation{Method: strings.ToUpper(m), Path: pt.raw}
-			for code := range responses {
+			o := Operation{Method: strings.ToUpper(m), Path: path}
+			for code := range ops[m].Responses.Map() {
 				if n, err := strconv.Atoi(code); err == nil {
 					o.Statuses = append(o.Statuses, n)
 				}
@@ -449,16 +367,12 @@ func (s *Spec) Missing(seen []string) []string {
 // ErrorCodes returns the enum of components.schemas.ErrorCode: every
 // error code the API documents.
 func (s *Spec) ErrorCodes() ([]string, error) {
-	v, err := s.resolve("#/components/schemas/ErrorCode/enum")
-	if err != nil {
-		return nil, err
+	ref := s.doc.Components.Schemas["ErrorCode"]
+	if ref == nil || ref.Value == nil {
+		return nil, errors.New("openapi: no ErrorCode schema")
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, errors.New("openapi: ErrorCode.enum is not a list")
-	}
-	out := make([]string, 0, len(list))
-	for _, c := range list {
+	out := make([]string, 0, len(ref.Value.Enum))
+	for _, c := range ref.Value.Enum {
 		str, ok := c.(string)
 		if !ok {
 			return nil, fmt.Errorf("openapi: ErrorCode.enum holds %v, not a string", c)

@@ -12,8 +12,8 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/redistest"
 )
 
 // TestWatchRedisJSON: `ontime watch --redis URL --json` prints each timer as
@@ -21,7 +21,7 @@ import (
 // document), not as a watch line, and acks it.
 func TestWatchRedisJSON(t *testing.T) {
 	t.Parallel()
-	rs := testredis.StartT(t)
+	rs := redistest.StartServer(t)
 	spec, err := apitest.Load(server.OpenAPI)
 	if err != nil {
 		t.Fatal(err)

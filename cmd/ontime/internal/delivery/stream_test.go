@@ -15,7 +15,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
+	"github.com/ontime-go/ontime/internal/redistest"
 )
 
 // redisOpener opens clients for redis-stream targets and closes them at
@@ -89,7 +89,7 @@ func waitAttempts(t *testing.T, client *ontime.Client, topic, id string, n int, 
 // once the key is fixed it lands in the stream and is acked.
 func TestStreamTargetXADDFails(t *testing.T) {
 	t.Parallel()
-	rs := testredis.StartT(t)
+	rs := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	defer rdb.Close()
 	ctx := context.Background()
@@ -129,7 +129,7 @@ func TestStreamTargetXADDFails(t *testing.T) {
 // counted.
 func TestStreamTargetRedisDown(t *testing.T) {
 	t.Parallel()
-	rs := testredis.StartT(t)
+	rs := redistest.StartServer(t)
 	url := rs.URL()
 	rs.Stop()
 	cfg := &config.Config{Topics: map[string]config.Topic{"events": streamTopic(url, "down")}}

@@ -15,6 +15,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -245,12 +246,12 @@ func TestDeadLetters(t *testing.T) {
 	e := newEnv(t, envOpts{cfg: hookConfig("doomed", hook.URL, "", 1)})
 	e.want(e.do("POST", "/v1/topics/doomed/timers", `{"id":"d1","body":"x","delay":"0s"}`), 201, "")
 	var page wire.DeadPage
-	waitFor(t, 10*time.Second, "a dead letter", func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		r := e.do("GET", "/v1/topics/doomed/dead", nil)
 		e.want(r, 200, "")
 		r.json(t, &page)
 		return len(page.Dead) == 1
-	})
+	}, "a dead letter")
 	d := page.Dead[0]
 	if d.ID != "d1" || d.Reason != "max_attempts" || !strings.Contains(d.LastError, "500") || string(d.Body) != `"x"` {
 		t.Errorf("dead letter %+v", d)
@@ -293,12 +294,12 @@ func TestDeadLetters(t *testing.T) {
 	if n.Count != 1 {
 		t.Errorf("replayed %d, want 1", n.Count)
 	}
-	waitFor(t, 10*time.Second, "a second attempt", func() bool { return hook.calls() >= 2 })
-	waitFor(t, 10*time.Second, "the dead letter again", func() bool {
+	wait.For(t, 10*time.Second, func() bool { return hook.calls() >= 2 }, "a second attempt")
+	wait.For(t, 10*time.Second, func() bool {
 		r := e.do("GET", "/v1/topics/doomed/dead", nil)
 		r.json(t, &page)
 		return len(page.Dead) == 1
-	})
+	}, "the dead letter again")
 	r = e.do("POST", "/v1/topics/doomed/dead:purge", `{"all": true}`)
 	e.want(r, 200, "")
 	r.json(t, &n)

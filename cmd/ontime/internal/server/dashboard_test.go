@@ -3,11 +3,13 @@ package server_test
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // TestTimeline: counts per bucket from the store's index, with before and
@@ -58,6 +60,27 @@ func TestTimeline(t *testing.T) {
 	} {
 		e.want(e.do("GET", "/v1/topics/tl/timeline?"+q, nil), 400, "invalid_query")
 	}
+	// step × buckets past the longest span a time.Duration holds (292
+	// years): refused for what it is, not for a bound that wrapped around
+	// to 1734.
+	for _, q := range []string{"step=8784h&buckets=999", "step=8784h&buckets=292&start=2000-01-01T00:00:00Z"} {
+		r := e.do("GET", "/v1/topics/tl/timeline?"+q, nil)
+		e.want(r, 400, "invalid_query")
+		if !strings.Contains(string(r.body), "292 years") {
+			t.Errorf("timeline?%s: %s; want it to say the span is too long", q, r.body)
+		}
+	}
+	// The longest span that fits is answered.
+	r = e.do("GET", "/v1/topics/tl/timeline?step=8784h&buckets=291&start=2000-01-01T00:00:00Z", nil)
+	e.want(r, 200, "")
+	r.json(t, &tl)
+	total := tl.Before + tl.After
+	for _, c := range tl.Counts {
+		total += c
+	}
+	if len(tl.Counts) != 291 || total != 6 {
+		t.Errorf("a 291-year timeline: %d buckets adding up to %d; want 291 adding up to 6", len(tl.Counts), total)
+	}
 	e.want(e.do("GET", "/v1/topics/bad%20topic/timeline", nil), 400, "invalid_topic")
 	e.want(e.do("POST", "/v1/topics/tl/timeline", nil), 405, "method_not_allowed")
 }
@@ -104,12 +127,12 @@ func TestLastMinute(t *testing.T) {
 	e.want(e.do("POST", "/v1/topics/lm/timers", `{"id":"a","delay":"0s"}`), 201, "")
 	e.want(e.do("POST", "/v1/topics/lm/timers", `{"id":"b","delay":"100ms"}`), 201, "")
 	var topics []wire.TopicStats
-	waitFor(t, 10*time.Second, "two acked deliveries", func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		r := e.do("GET", "/v1/topics", nil)
 		e.want(r, 200, "")
 		r.json(t, &topics)
 		return len(topics) == 1 && topics[0].LastMinute != nil && topics[0].LastMinute.Acked == 2
-	})
+	}, "two acked deliveries")
 	lm := topics[0].LastMinute
 	if lm.Published != 2 || lm.Fired != 2 || lm.Early != 0 || lm.Retried != 0 || lm.DeadLettered != 0 {
 		t.Errorf("last_minute: %+v", lm)

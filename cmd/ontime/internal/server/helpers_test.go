@@ -233,18 +233,6 @@ func (e *env) want(r *response, status int, code string) {
 	}
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // hook is a webhook receiver: it answers each call with status(n), n
 // counting calls from 1, and records what it received. With a secret it
 // checks the Ontime-Signature of every call.

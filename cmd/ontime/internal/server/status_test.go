@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/testredis"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // concrete fills a path template with topic "t" and id "x".
@@ -84,7 +85,7 @@ func TestStoreDown(t *testing.T) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
-		rs := testredis.StartT(t)
+		rs := redistest.StartServer(t)
 		// No command retries: each call fails after the dialer's own.
 		e := newEnv(t, envOpts{noWorkers: true, redis: rs.URL() + "?max_retries=-1"})
 		e.want(e.do("GET", "/readyz", nil), 200, "")
@@ -145,10 +146,10 @@ func TestWatch(t *testing.T) {
 	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != "w1" || string(ev.Body) != `{"n":1}` || ev.Headers["k"] != "v" || ev.Attempt != 1 {
 		t.Errorf("event %s (%v)", data, err)
 	}
-	waitFor(t, 10*time.Second, "the ack", func() bool {
+	wait.For(t, 10*time.Second, func() bool {
 		n, err := e.client.Count(t.Context(), "w")
 		return err == nil && n.Scheduled+n.Leased == 0
-	})
+	}, "the ack")
 	cancel()
 
 	// While the server shuts down.

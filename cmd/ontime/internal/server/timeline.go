@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,6 +18,9 @@ const (
 	maxTimelineStep    = 366 * 24 * time.Hour
 	defaultTimelineN   = 60
 	defaultTimelineStp = time.Minute
+	// maxTimelineSpan is the longest step × buckets: the largest
+	// time.Duration, about 292 years.
+	maxTimelineSpan = time.Duration(math.MaxInt64)
 )
 
 // timeline counts a topic's timers per due-time bucket with one CountDue
@@ -57,7 +61,8 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 }
 
 // timelineQuery reads step (a Go duration, 1s to 366 days, default 1m),
-// buckets (1 to MaxDueBounds-1, default 60) and start (RFC 3339; default
+// buckets (1 to MaxDueBounds-1, default 60; step × buckets at most 292
+// years) and start (RFC 3339; default
 // now rounded down to a multiple of the step, time.Truncate).
 func timelineQuery(r *http.Request) (start time.Time, step time.Duration, n int, e *apiError) {
 	q := r.URL.Query()
@@ -84,6 +89,11 @@ func timelineQuery(r *http.Request) (start time.Time, step time.Duration, n int,
 			return start, 0, 0, errorf(http.StatusBadRequest, "invalid_query", "buckets %q: want a number from 1 to %d", v, ontimedriver.MaxDueBounds-1)
 		}
 		n = b
+	}
+	// The bounds are start + i·step: the whole span, step × buckets, must
+	// fit a time.Duration (292 years); past that it wraps around.
+	if step > maxTimelineSpan/time.Duration(n) {
+		return start, 0, 0, errorf(http.StatusBadRequest, "invalid_query", "step × buckets (%s × %d) spans more than 292 years, the longest timeline; give fewer buckets or a shorter step", q.Get("step"), n)
 	}
 	if v := q.Get("start"); v != "" {
 		at, ae := parseAt(v)
