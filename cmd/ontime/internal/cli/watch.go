@@ -163,7 +163,7 @@ func printEvent(e *env, out output, data string, asJSON bool) error {
 		fmt.Fprintf(e.stderr, "watch: an event does not decode: %v\n", err)
 		return nil
 	}
-	body, err := ev.EventBody()
+	body, err := ev.BodyBytes()
 	if err != nil {
 		body = ev.Body
 	}
