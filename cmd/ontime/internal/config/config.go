@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -170,10 +169,26 @@ type Target struct {
 
 	// URL is the webhook URL (http).
 	URL string `toml:"url"`
-	// Secret signs each request body with HMAC-SHA256 (http). SecretEnv
-	// names an environment variable to read it from instead.
+	// Secret signs each request by the Standard Webhooks specification
+	// (http): one or more "whsec_" secrets (base64 of 24 to 64 random
+	// bytes) separated by spaces or commas; each signs every request, so
+	// that a receiver can move from one to the next (rotation). SecretEnv
+	// names an environment variable to read them from instead.
 	Secret    string `toml:"secret"`
 	SecretEnv string `toml:"secret_env"`
+	// Payload is what the request body holds (http): "envelope" (the
+	// default: a signed JSON envelope with the timer's topic, id, attempt
+	// and body) or "raw" (the body as published).
+	Payload string `toml:"payload"`
+	// ForwardHeaders lists the timer headers sent as HTTP headers (http);
+	// default none. Credentials, proxy and framing headers are refused
+	// (ForwardRefusal).
+	ForwardHeaders []string `toml:"forward_headers"`
+	// LegacySignature also sends the Ontime-Signature header of ontime
+	// 0.1 ("sha256=" and the hex HMAC-SHA256 of the body keyed with the
+	// first secret's bytes), for receivers not moved to webhook-signature
+	// yet (http). Default false; removed in the next release.
+	LegacySignature bool `toml:"legacy_signature"`
 	// Timeout bounds one request (http). Default 10s.
 	Timeout Duration `toml:"timeout"`
 	// Headers are added to every request (http).
@@ -485,10 +500,8 @@ func (c *Config) checkTopic(where string, t Topic) error {
 			if tg.Timeout < 0 {
 				bad("target.timeout is negative")
 			}
-			if tg.SecretEnv != "" {
-				if _, ok := os.LookupEnv(tg.SecretEnv); !ok {
-					bad("target.secret_env: %s is not set", tg.SecretEnv)
-				}
+			if err := checkWebhook(tg); err != nil {
+				bad("%v", err)
 			}
 		case TargetRedisStream:
 			if tg.Redis == "" && c.Redis == "" {
@@ -567,13 +580,6 @@ func (c *Config) TopicConfig(name string) Topic {
 	return t
 }
 
-// SecretValue returns the HMAC secret of an http target.
-func (t *Target) SecretValue() string {
-	if t.SecretEnv != "" {
-		return os.Getenv(t.SecretEnv)
-	}
-	return t.Secret
-}
 
 // checkTopicPattern checks a serve_topics entry: a topic name in which *
 // may stand for any run of characters.

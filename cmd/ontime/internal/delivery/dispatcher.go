@@ -137,10 +137,17 @@ func New(o Options) (*Dispatcher, error) {
 }
 
 // warnUnsigned warns that an http target without a secret sends no
-// Ontime-Signature, so its receiver cannot tell ontime from anyone else.
+// webhook-signature, so its receiver cannot tell ontime from anyone else,
+// and that one with legacy_signature still sends Ontime-Signature.
 func warnUnsigned(log *slog.Logger, topic string, tc *config.Target) {
-	if tc != nil && tc.Type == config.TargetHTTP && tc.SecretValue() == "" {
-		log.Warn("http target has no secret: its requests carry no Ontime-Signature; set secret or secret_env", "topic", topic)
+	if tc == nil || tc.Type != config.TargetHTTP {
+		return
+	}
+	if keys, err := tc.WebhookKeys(); err == nil && len(keys) == 0 {
+		log.Warn("http target has no secret: its requests carry no webhook-signature; set secret or secret_env", "topic", topic)
+	}
+	if tc.LegacySignature {
+		log.Warn("http target sends the deprecated Ontime-Signature (legacy_signature); move its receiver to webhook-signature, the option goes in the next release", "topic", topic)
 	}
 }
 
