@@ -580,7 +580,6 @@ func (c *Config) TopicConfig(name string) Topic {
 	return t
 }
 
-
 // checkTopicPattern checks a serve_topics entry: a topic name in which *
 // may stand for any run of characters.
 func checkTopicPattern(p string) error {
