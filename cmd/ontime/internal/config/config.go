@@ -115,6 +115,9 @@ type Topic struct {
 	Retry Retry `toml:"retry"`
 	// Target is where fired timers go. Default: the log target.
 	Target *Target `toml:"target"`
+	// WatchWindow is how many events a confirming watcher of the topic
+	// may hold unconfirmed (docs/server.md, "Watching"). Default 16.
+	WatchWindow int `toml:"watch_window"`
 }
 
 // Retry is a retry policy; zero fields take the library defaults (1s, 10m,
@@ -473,6 +476,9 @@ func (c *Config) checkTopic(where string, t Topic) error {
 	if t.Lease != 0 && t.Lease < Duration(10*time.Millisecond) {
 		bad("lease %s is below 10ms", t.Lease.D())
 	}
+	if t.WatchWindow < 0 || t.WatchWindow > MaxWatchWindow {
+		bad("watch_window %d: want 1 to %d (0: the default, %d)", t.WatchWindow, MaxWatchWindow, DefaultWatchWindow)
+	}
 	r := t.Retry
 	if r.MinDelay < 0 || r.MaxDelay < 0 {
 		bad("retry delays must not be negative")
@@ -573,6 +579,9 @@ func (c *Config) TopicConfig(name string) Topic {
 	}
 	if t.Target == nil {
 		t.Target = d.Target
+	}
+	if t.WatchWindow == 0 {
+		t.WatchWindow = d.WatchWindow
 	}
 	if t.Target == nil {
 		t.Target = &Target{Type: TargetLog}

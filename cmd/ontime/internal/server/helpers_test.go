@@ -119,7 +119,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		disp, err = delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
+		disp, err = delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, Hooks: []any{rec}})
 		if err != nil {
 			t.Fatal(err)
 		}

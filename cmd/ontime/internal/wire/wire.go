@@ -177,6 +177,21 @@ func NewEvent(id, topic string, due time.Time, attempt int, headers map[string]s
 	return ev
 }
 
+// WatchAck confirms events of a watch stream (POST
+// /v1/topics/{topic}/watch:ack): their ids, the "id:" of each event.
+type WatchAck struct {
+	IDs []string `json:"ids"`
+}
+
+// WatchAcked answers a WatchAck: how many events were confirmed, and the
+// ids the server did not hold unconfirmed (not sent, confirmed already, or
+// given back because their stream ended or their time ran out: their
+// timers are, or will be, sent again).
+type WatchAcked struct {
+	Acked   int      `json:"acked"`
+	Unknown []string `json:"unknown"`
+}
+
 // MessageIn is the simple API: POST /messages.
 type MessageIn struct {
 	Message  *string  `json:"message"`
