@@ -98,14 +98,14 @@ type topicRun struct {
 
 	// The watchers (watch.go), guarded by wmu.
 	wmu        sync.Mutex
-	confirmers []*Watcher        // confirming watchers, who take the timers
-	taps       []*Watcher        // watchers who see copies
-	queue      holdHeap          // timers waiting for a confirming watcher, see order.go
-	pending    map[string]*hold  // by event id: sent to a watcher (or about to be), unconfirmed
-	session    *watchSession     // the pump and claimer while there are confirmers
-	rr         int               // where the pump's next search for a watcher starts
-	kick       chan struct{}     // a timer was queued; buffer 1
-	credit     chan struct{}     // a watcher has room again; buffer 1
+	confirmers []*Watcher       // confirming watchers, who take the timers
+	taps       []*Watcher       // watchers who see copies
+	queue      holdHeap         // timers waiting for a confirming watcher, see order.go
+	pending    map[string]*hold // by event id: sent to a watcher (or about to be), unconfirmed
+	session    *watchSession    // the pump and claimer while there are confirmers
+	rr         int              // where the pump's next search for a watcher starts
+	kick       chan struct{}    // a timer was queued; buffer 1
+	credit     chan struct{}    // a watcher has room again; buffer 1
 }
 
 // New checks every configured target and returns a Dispatcher; Start
