@@ -187,10 +187,10 @@ type Target struct {
 	// default none. Credentials, proxy and framing headers are refused
 	// (ForwardRefusal).
 	ForwardHeaders []string `toml:"forward_headers"`
-	// LegacySignature also sends the Ontime-Signature header of ontime
-	// 0.1 ("sha256=" and the hex HMAC-SHA256 of the body keyed with the
-	// first secret's bytes), for receivers not moved to webhook-signature
-	// yet (http). Default false; removed in the next release.
+	// LegacySignature also sends the earlier Ontime-Signature header
+	// ("sha256=" and the hex HMAC-SHA256 of the body keyed with the first
+	// secret's bytes), for receivers not moved to webhook-signature yet
+	// (http). Default false; removed in the next release.
 	LegacySignature bool `toml:"legacy_signature"`
 	// Timeout bounds one request (http). Default 10s.
 	Timeout Duration `toml:"timeout"`

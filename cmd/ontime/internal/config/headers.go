@@ -68,7 +68,7 @@ func (t *Target) WebhookKeys() ([]webhook.Key, error) {
 	}
 	keys, err := webhook.ParseSecrets(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w (generate one with: echo whsec_$(head -c 32 /dev/urandom | base64); an ontime 0.1 secret S keeps its key as whsec_ and the base64 of S)", where, err)
+		return nil, fmt.Errorf("%s: %w (generate one with: echo whsec_$(head -c 32 /dev/urandom | base64); a secret S of the earlier signature keeps its key as whsec_ and the base64 of S)", where, err)
 	}
 	return keys, nil
 }

@@ -24,7 +24,7 @@ func TestWebhookConfig(t *testing.T) {
 		{"rotation", config.Target{Secret: goodSecret + " " + goodSecret, Payload: "raw", LegacySignature: true}, nil},
 		{"secrets from the environment", config.Target{SecretEnv: "ONTIME_TEST_HOOK_SECRETS"}, nil},
 		{"allow-list", config.Target{ForwardHeaders: []string{"traceparent", "X-Request-Id"}}, nil},
-		{"an ontime 0.1 secret", config.Target{Secret: "s3cret-of-ontime-0.1"}, []string{"target.secret:", `start with "whsec_"`, "base64 of S"}},
+		{"a secret of the earlier signature", config.Target{Secret: "s3cret-of-ontime-0.1"}, []string{"target.secret:", `start with "whsec_"`, "base64 of S"}},
 		{"from the environment", config.Target{SecretEnv: "ONTIME_TEST_HOOK_BAD"}, []string{"target.secret_env (ONTIME_TEST_HOOK_BAD)", "whsec_"}},
 		{"unset variable", config.Target{SecretEnv: "ONTIME_TEST_HOOK_UNSET"}, []string{"ONTIME_TEST_HOOK_UNSET is not set"}},
 		{"short key", config.Target{Secret: "whsec_c2hvcnQ="}, []string{"holds 5 bytes", "24 to 64"}},

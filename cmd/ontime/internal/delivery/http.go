@@ -33,7 +33,7 @@ const (
 	HeaderAttempt       = "Ontime-Attempt"
 	HeaderDueAt         = "Ontime-Due-At"
 	HeaderCorrelationID = "Ontime-Correlation-Id"
-	// HeaderLegacySignature is ontime 0.1's signature, sent only with
+	// HeaderLegacySignature is the earlier signature, sent only with
 	// target.legacy_signature: "sha256=" and the hex HMAC-SHA256 of the
 	// request body keyed with the first secret's bytes.
 	HeaderLegacySignature = "Ontime-Signature"

@@ -251,7 +251,7 @@ func r0(h http.Header, k string) string {
 
 // TestHTTPTargetRaw: with payload = "raw" the body is the timer's as
 // published, still signed (webhook-id binds the topic and the id:
-// webhook.MessageID); legacy_signature adds ontime 0.1's Ontime-Signature,
+// webhook.MessageID); legacy_signature adds the earlier Ontime-Signature,
 // an HMAC of the body keyed with the first secret's bytes; no timer header
 // is forwarded by default.
 func TestHTTPTargetRaw(t *testing.T) {
