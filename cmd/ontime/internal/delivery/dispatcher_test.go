@@ -179,3 +179,91 @@ func waitCount(t *testing.T, c *ontime.Client, topic string, want int64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWatcherExpires: an event not confirmed within the topic's lease ends
+// its watcher (Gone, with the reason) and its timer comes back, as a
+// failed attempt, to another watcher, whose confirmation acks it.
+func TestWatcherExpires(t *testing.T) {
+	t.Parallel()
+	d, client, _ := newDispatcherWith(t, &config.Config{Topics: map[string]config.Topic{
+		"exp": {Lease: config.Duration(300 * time.Millisecond)},
+	}}, nil)
+	ended := make(chan struct{})
+	slow, err := d.Watch("exp", delivery.WatchOptions{Confirm: true, OnEnd: func() { close(ended) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := client.Publish(t.Context(), "exp", "x", ontime.WithID("e1")); err != nil {
+		t.Fatal(err)
+	}
+	first := next(t, slow, 10*time.Second)
+	if first.Msg.ID != "e1" || first.Msg.Attempt != 1 {
+		t.Fatalf("first event %+v", first.Msg)
+	}
+	select {
+	case <-slow.Gone():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the watcher that did not confirm was not ended")
+	}
+	<-ended
+	if why := slow.Reason(); !strings.Contains(why, "was not confirmed within 300ms") || !strings.Contains(why, `"e1"`) {
+		t.Errorf("reason %q", why)
+	}
+	other, err := d.Watch("exp", delivery.WatchOptions{Confirm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	again := next(t, other, 10*time.Second)
+	if again.Msg.ID != "e1" || again.Msg.Attempt != 2 || again.ID == first.ID {
+		t.Errorf("came back as %+v (event %s), want e1, attempt 2, a new event id", again.Msg, again.ID)
+	}
+	if acked, _ := d.Ack("exp", []string{first.ID}); acked != 0 {
+		t.Error("the expired event's confirmation was taken")
+	}
+	if acked, _ := d.Ack("exp", []string{again.ID}); acked != 1 {
+		t.Error("the second event's confirmation was refused")
+	}
+	waitCount(t, client, "exp", 0)
+}
+
+// TestWatchTap: a watcher that does not confirm gets a copy of each
+// delivery and takes nothing (the target delivers every timer); one that
+// does not read keeps at most its buffer and counts what it missed.
+func TestWatchTap(t *testing.T) {
+	t.Parallel()
+	d, client, logs := newDispatcher(t)
+	tap, err := d.Watch("tap", delivery.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tap.Close()
+	const n = 100
+	timers := make([]ontime.Timer, n)
+	for i := range timers {
+		timers[i] = ontime.Timer{ID: fmt.Sprintf("p%03d", i), Body: "x"}
+	}
+	if _, err := client.PublishBatch(t.Context(), "tap", timers); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, client, "tap", 0)
+	if got := strings.Count(logs.String(), `msg="timer fired" topic=tap`); got != n {
+		t.Errorf("the target delivered %d of %d timers", got, n)
+	}
+	var got, missed int
+	for {
+		ev, ok := tap.Next()
+		if !ok {
+			break
+		}
+		got++
+		missed += ev.Missed
+		if acked, _ := d.Ack("tap", []string{ev.ID}); acked != 0 {
+			t.Error("a copy was confirmed")
+		}
+	}
+	if got != 64 || missed != n-64 {
+		t.Errorf("the tap that did not read got %d copies and missed %d; want 64 (its buffer) and %d", got, missed, n-64)
+	}
+}

@@ -122,8 +122,8 @@ type Event struct {
 	ID string
 	// Msg is the timer.
 	Msg *Message
-	// Missed is, for a tap, how many copies were dropped before this one
-	// because the tap read too slowly.
+	// Missed is, for a tap, how many copies were dropped (its buffer was
+	// full: it reads too slowly) since it took its previous event.
 	Missed int
 }
 
