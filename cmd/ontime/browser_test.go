@@ -297,11 +297,11 @@ func TestDashboardBrowser(t *testing.T) {
 	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 [topics.billing]
 retry = { min_delay = "100ms", max_delay = "100ms", max_attempts = 2 }
-target = { type = "http", url = %q, secret = "s", timeout = "5s" }
+target = { type = "http", url = %q, secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", timeout = "5s" }
 
 [topics.refunds]
 retry = { max_attempts = 1 }
-target = { type = "http", url = %q, secret = "s", timeout = "5s" }
+target = { type = "http", url = %q, secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", timeout = "5s" }
 `, hook.URL, refunds.URL)), 0o600)
 	if err != nil {
 		t.Fatal(err)

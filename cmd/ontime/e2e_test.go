@@ -9,9 +9,6 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -326,7 +323,9 @@ func testRestart(t *testing.T, b *backend) {
 	a.must(404, "GET", "/v1/topics/restart/timers/soon", nil)
 }
 
-// hookServer is a webhook receiver that checks signatures.
+// hookServer is a webhook receiver that checks signatures by the Standard
+// Webhooks specification (apitest.CheckStandardWebhook, written from the
+// specification's text, not the server's signing code), knowing secret.
 type hookServer struct {
 	*httptest.Server
 	secret string
@@ -347,15 +346,14 @@ func newHookServer(t *testing.T, secret string, answer func(n int) int) *hookSer
 	h := &hookServer{secret: secret, answer: answer}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		mac := hmac.New(sha256.New, []byte(h.secret))
-		mac.Write(body)
-		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-		ok := hmac.Equal([]byte(r.Header.Get("Ontime-Signature")), []byte(want))
+		at := time.Now()
+		err := apitest.CheckStandardWebhook(r.Header, body, []string{h.secret}, at)
 		h.mu.Lock()
-		h.reqs = append(h.reqs, hookCall{at: time.Now(), header: r.Header.Clone(), body: body, sigOK: ok})
+		h.reqs = append(h.reqs, hookCall{at: at, header: r.Header.Clone(), body: body, sigOK: err == nil})
 		n := len(h.reqs)
 		h.mu.Unlock()
-		if !ok {
+		if err != nil {
+			t.Logf("webhook refused: %v", err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -371,38 +369,51 @@ func (h *hookServer) calls() []hookCall {
 	return append([]hookCall(nil), h.reqs...)
 }
 
+// Secrets of the webhook tests: "whsec_" and the base64 of 32 bytes.
+const (
+	hookSecretNew = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	hookSecretOld = "whsec_ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="
+)
+
 // testWebhook delivers to an http target configured in a TOML file: the
 // first answer is a 500, which is retried; every request carries a
-// signature the receiver verifies. A topic without a target logs its
-// timers. A webhook that always fails dead-letters the timer.
+// Standard Webhooks signature that the receiver, which knows only the old
+// secret of a rotation, verifies, and the signed envelope holds the topic
+// and the attempt. Of the timer's headers only the allow-listed one
+// arrives: not Authorization, Cookie or X-Forwarded-For. A topic without
+// a target logs its timers. A webhook that always fails dead-letters the
+// timer.
 func testWebhook(t *testing.T, b *backend) {
-	hook := newHookServer(t, "hook-secret", func(n int) int {
+	hook := newHookServer(t, hookSecretOld, func(n int) int {
 		if n == 1 {
 			return http.StatusInternalServerError
 		}
 		return http.StatusNoContent
 	})
-	dead := newHookServer(t, "hook-secret", func(int) int { return http.StatusBadGateway })
+	dead := newHookServer(t, hookSecretNew, func(int) int { return http.StatusBadGateway })
 	cfg := filepath.Join(t.TempDir(), "ontime.toml")
 	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 [topics.hooks]
 concurrency = 2
 retry = { min_delay = "200ms", max_delay = "200ms", max_attempts = 5 }
-target = { type = "http", url = %q, secret_env = "E2E_HOOK_SECRET", timeout = "5s", headers = { X-Static = "yes" } }
+target = { type = "http", url = %q, secret_env = "E2E_HOOK_SECRET", timeout = "5s", headers = { X-Static = "yes" }, forward_headers = ["x-trace"] }
 
 [topics.doomed]
 retry = { min_delay = "50ms", max_delay = "50ms", max_attempts = 2 }
-target = { type = "http", url = %q, secret = "hook-secret" }
-`, hook.URL, dead.URL)), 0o600)
+target = { type = "http", url = %q, secret = %q }
+`, hook.URL, dead.URL, hookSecretNew)), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, []string{"E2E_HOOK_SECRET=hook-secret"}, b.storeArgs(t, "--config", cfg)...)
+	s := serve(t, []string{"E2E_HOOK_SECRET=" + hookSecretNew + " " + hookSecretOld}, b.storeArgs(t, "--config", cfg)...)
 	a := newAPI(t, s)
 
 	r := a.must(201, "POST", "/v1/topics/hooks/timers", map[string]any{
 		"id": "h1", "body": map[string]any{"order": 42}, "delay": "0s",
-		"headers": map[string]string{"X-Trace": "abc"}, "correlation_id": "corr-9",
+		"headers": map[string]string{
+			"X-Trace": "abc", "Authorization": "Bearer stolen", "Cookie": "session=stolen", "X-Forwarded-For": "10.0.0.1",
+		},
+		"correlation_id": "corr-9",
 	})
 	var c wire.Created
 	r.decode(t, &c)
@@ -417,7 +428,7 @@ target = { type = "http", url = %q, secret = "hook-secret" }
 		checks := map[string]string{
 			"Ontime-Id": "h1", "Ontime-Topic": "hooks", "Ontime-Attempt": fmt.Sprint(i + 1),
 			"Ontime-Correlation-Id": "corr-9", "Content-Type": "application/json",
-			"X-Trace": "abc", "X-Static": "yes",
+			"X-Trace": "abc", "X-Static": "yes", "Authorization": "", "Cookie": "", "X-Forwarded-For": "",
 		}
 		if i == 0 {
 			// A retry is due again at its own instant; Ontime-Due-At is
@@ -430,11 +441,24 @@ target = { type = "http", url = %q, secret = "hook-secret" }
 			}
 		}
 		if !call.sigOK {
-			t.Errorf("call %d: signature %q does not verify", i+1, h.Get("Ontime-Signature"))
+			t.Errorf("call %d: webhook-signature %q does not verify with the old secret", i+1, h.Get("Webhook-Signature"))
 		}
-		if string(call.body) != `{"order":42}` {
-			t.Errorf("call %d: body %q", i+1, call.body)
+		var ev struct {
+			Type string
+			Data struct {
+				Topic, ID string
+				Attempt   int
+				Body      json.RawMessage
+				Headers   map[string]string
+			}
 		}
+		if err := json.Unmarshal(call.body, &ev); err != nil || ev.Type != "ontime.timer.fired" || ev.Data.Topic != "hooks" ||
+			ev.Data.ID != "h1" || ev.Data.Attempt != i+1 || string(ev.Data.Body) != `{"order":42}` || ev.Data.Headers["X-Trace"] != "abc" {
+			t.Errorf("call %d: envelope %s (%v)", i+1, call.body, err)
+		}
+	}
+	if calls[0].header.Get("Webhook-Id") != calls[1].header.Get("Webhook-Id") {
+		t.Errorf("webhook-id changed between attempts: %q, %q", calls[0].header.Get("Webhook-Id"), calls[1].header.Get("Webhook-Id"))
 	}
 	if gap := calls[1].at.Sub(calls[0].at); gap < 150*time.Millisecond {
 		t.Errorf("the retry came %s after the failure; the policy says 200ms", gap)

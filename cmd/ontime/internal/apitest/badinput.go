@@ -118,5 +118,14 @@ func BadInputs(maxBody int) []BadInput {
 		{"replay empty object", "POST", "/v1/topics/t/dead:replay", `{}`, 400, "missing_ids"},
 		{"replay ids and all", "POST", "/v1/topics/t/dead:replay", `{"ids":["a"],"all":true}`, 400, "ids_and_all"},
 		{"watch bad topic", "GET", "/v1/topics/a%20b/watch", "", 400, "invalid_topic"},
+		{"watch bad ack", "GET", "/v1/topics/t/watch?ack=auto", "", 400, "invalid_ack"},
+		{"wrong method on watch:ack", "GET", "/v1/topics/t/watch:ack", "", 405, "method_not_allowed"},
+		{"watch:ack no body", "POST", "/v1/topics/t/watch:ack", "", 400, "missing_ids"},
+		{"watch:ack empty ids", "POST", "/v1/topics/t/watch:ack", `{"ids":[]}`, 400, "missing_ids"},
+		{"watch:ack not json", "POST", "/v1/topics/t/watch:ack", `{"ids":`, 400, "malformed_json"},
+		{"watch:ack unknown field", "POST", "/v1/topics/t/watch:ack", `{"id":["a"]}`, 400, "unknown_field"},
+		{"watch:ack ids not strings", "POST", "/v1/topics/t/watch:ack", `{"ids":[1]}`, 400, "invalid_field"},
+		{"watch:ack bad topic", "POST", "/v1/topics/a%20b/watch:ack", `{"ids":["a"]}`, 400, "invalid_topic"},
+		{"watch:ack too many ids", "POST", "/v1/topics/t/watch:ack", `{"ids":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 1001), ",") + `]}`, 400, "too_many_ids"},
 	}
 }

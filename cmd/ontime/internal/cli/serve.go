@@ -163,12 +163,13 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: []any{recent, metrics}})
+	hooks := []any{recent, metrics}
+	client, err := ontime.NewClient(st.Driver, &ontime.Config{Logger: log, MaxBodyBytes: libraryBodyLimit(cfg.MaxBodyBytes), Hooks: hooks})
 	if err != nil {
 		return err
 	}
 	disp, err := delivery.New(delivery.Options{
-		Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor,
+		Client: client, Config: cfg, Logger: log, OpenRedis: st.RedisFor, Hooks: hooks,
 		WatchWorker: func(w *ontime.Worker) func() { return metrics.WatchWorker(w) },
 	})
 	if err != nil {

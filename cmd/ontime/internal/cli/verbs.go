@@ -248,7 +248,7 @@ func addRawFlag(cmd *cobra.Command, raw *bool) {
 // bodyText renders a body field for a table or a watch line.
 func bodyText(ct string, body json.RawMessage, b64 *string) string {
 	ev := wire.Event{ContentType: ct, Body: body, BodyBase64: b64}
-	b, err := ev.EventBody()
+	b, err := ev.BodyBytes()
 	if err != nil {
 		return string(body)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +31,9 @@ func newWatchCmd(e *env) *cobra.Command {
 
 Against a server the messages stream over server-sent events: while a watcher
 is connected the server gives it the topic's timers instead of the topic's
-target, and acks each after it was written. With --redis the command is a
+target, and counts each as delivered only when the watcher confirms it, which
+it does after printing it; timers it was sent but did not confirm (it was
+killed, or stopped reading) go to another watcher or the target. With --redis the command is a
 worker of the topic itself. Line breaks inside a body print as \n. On a
 terminal, other control characters are escaped too (\x1b for ESC), so that a
 message cannot take over the terminal; --raw and --json print them as they
@@ -78,7 +81,8 @@ func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, out ou
 }
 
 // watchServer streams topic from the server, reconnecting after errors
-// other than a refused request.
+// other than a refused request. It takes the topic's timers
+// (?ack=explicit) and confirms each event after it was printed.
 func watchServer(ctx context.Context, c *apiClient, topic string, e *env, out output, asJSON bool) error {
 	hc := &http.Client{Transport: c.hc.Transport} // no overall timeout: a stream lasts
 	var backoff time.Duration
@@ -104,9 +108,25 @@ func watchServer(ctx context.Context, c *apiClient, topic string, e *env, out ou
 	}
 }
 
-// streamOnce reads one event stream until it ends.
+// streamOnce reads one event stream until it ends. When ctx ends, the
+// events printed so far are confirmed before the stream closes (the
+// server gives back the unconfirmed ones when it does).
 func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string, e *env, out output, asJSON bool) (connected bool, err error) {
-	req, err := c.request(ctx, http.MethodGet, topicPath(topic)+"/watch", nil)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	ack := newAcker(c, topic, e)
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			ack.flush()
+			cancel()
+		case <-stopped:
+		}
+	}()
+	go ack.run(sctx)
+	req, err := c.request(sctx, http.MethodGet, topicPath(topic)+"/watch?ack=explicit", nil)
 	if err != nil {
 		return false, err
 	}
@@ -122,7 +142,7 @@ func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string
 	}
 	fmt.Fprintf(e.stderr, "watching %s on %s (Ctrl-C to stop)\n", topic, c.base)
 	rd := bufio.NewReaderSize(resp.Body, 64<<10)
-	var event, data string
+	var id, event, data string
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
@@ -138,9 +158,17 @@ func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string
 				if err := printEvent(e, out, data, asJSON); err != nil {
 					return true, err
 				}
+				if id != "" {
+					ack.add(id)
+				}
 			}
-			event, data = "", ""
+			id, event, data = "", "", ""
 		case strings.HasPrefix(line, ":"):
+			if why, ok := strings.CutPrefix(line, ": closing: "); ok {
+				fmt.Fprintf(e.stderr, "watch: the server ends the stream: %s\n", why)
+			}
+		case strings.HasPrefix(line, "id:"):
+			id = strings.TrimPrefix(strings.TrimPrefix(line, "id:"), " ")
 		case strings.HasPrefix(line, "event:"):
 			event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 		case strings.HasPrefix(line, "data:"):
@@ -150,6 +178,78 @@ func streamOnce(ctx context.Context, hc *http.Client, c *apiClient, topic string
 			}
 			data += d
 		}
+	}
+}
+
+// acker confirms printed events: one request at a time, each carrying
+// every id printed while the last one was on its way.
+type acker struct {
+	c    *apiClient
+	path string
+	e    *env
+	mu   sync.Mutex
+	ids  []string
+	off  bool // the server takes no confirmations (an older ontime)
+	kick chan struct{}
+}
+
+func newAcker(c *apiClient, topic string, e *env) *acker {
+	return &acker{c: c, path: topicPath(topic) + "/watch:ack", e: e, kick: make(chan struct{}, 1)}
+}
+
+// flush confirms what was printed, within 2 seconds.
+func (a *acker) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a.send(ctx)
+}
+
+func (a *acker) add(id string) {
+	a.mu.Lock()
+	a.ids = append(a.ids, id)
+	a.mu.Unlock()
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (a *acker) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.kick:
+			a.send(ctx)
+		}
+	}
+}
+
+// send confirms the ids printed so far.
+func (a *acker) send(ctx context.Context) {
+	a.mu.Lock()
+	ids := a.ids
+	a.ids = nil
+	off := a.off
+	a.mu.Unlock()
+	if len(ids) == 0 || off {
+		return
+	}
+	var res wire.WatchAcked
+	err := a.c.do(ctx, http.MethodPost, a.path, wire.WatchAck{IDs: ids}, &res)
+	var ae *apiErr
+	switch {
+	case errors.As(err, &ae) && ae.code == "no_route":
+		a.mu.Lock()
+		a.off = true
+		a.mu.Unlock()
+		fmt.Fprintln(a.e.stderr, "watch: this server takes no confirmations (an older ontime): it counts each event as delivered once sent")
+	case err != nil:
+		if ctx.Err() == nil {
+			fmt.Fprintf(a.e.stderr, "watch: confirming %d events failed (they will be sent again): %v\n", len(ids), err)
+		}
+	case len(res.Unknown) > 0:
+		fmt.Fprintf(a.e.stderr, "watch: %d printed events were confirmed too late; they will be sent again\n", len(res.Unknown))
 	}
 }
 
@@ -163,7 +263,7 @@ func printEvent(e *env, out output, data string, asJSON bool) error {
 		fmt.Fprintf(e.stderr, "watch: an event does not decode: %v\n", err)
 		return nil
 	}
-	body, err := ev.EventBody()
+	body, err := ev.BodyBytes()
 	if err != nil {
 		body = ev.Body
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +115,9 @@ type Topic struct {
 	Retry Retry `toml:"retry"`
 	// Target is where fired timers go. Default: the log target.
 	Target *Target `toml:"target"`
+	// WatchWindow is how many events a confirming watcher of the topic
+	// may hold unconfirmed (docs/server.md, "Watching"). Default 16.
+	WatchWindow int `toml:"watch_window"`
 }
 
 // Retry is a retry policy; zero fields take the library defaults (1s, 10m,
@@ -170,10 +172,26 @@ type Target struct {
 
 	// URL is the webhook URL (http).
 	URL string `toml:"url"`
-	// Secret signs each request body with HMAC-SHA256 (http). SecretEnv
-	// names an environment variable to read it from instead.
+	// Secret signs each request by the Standard Webhooks specification
+	// (http): one or more "whsec_" secrets (base64 of 24 to 64 random
+	// bytes) separated by spaces or commas; each signs every request, so
+	// that a receiver can move from one to the next (rotation). SecretEnv
+	// names an environment variable to read them from instead.
 	Secret    string `toml:"secret"`
 	SecretEnv string `toml:"secret_env"`
+	// Payload is what the request body holds (http): "envelope" (the
+	// default: a signed JSON envelope with the timer's topic, id, attempt
+	// and body) or "raw" (the body as published).
+	Payload string `toml:"payload"`
+	// ForwardHeaders lists the timer headers sent as HTTP headers (http);
+	// default none. Credentials, proxy and framing headers are refused
+	// (ForwardRefusal).
+	ForwardHeaders []string `toml:"forward_headers"`
+	// LegacySignature also sends the earlier Ontime-Signature header
+	// ("sha256=" and the hex HMAC-SHA256 of the body keyed with the first
+	// secret's bytes), for receivers not moved to webhook-signature yet
+	// (http). Default false; removed in the next release.
+	LegacySignature bool `toml:"legacy_signature"`
 	// Timeout bounds one request (http). Default 10s.
 	Timeout Duration `toml:"timeout"`
 	// Headers are added to every request (http).
@@ -458,6 +476,9 @@ func (c *Config) checkTopic(where string, t Topic) error {
 	if t.Lease != 0 && t.Lease < Duration(10*time.Millisecond) {
 		bad("lease %s is below 10ms", t.Lease.D())
 	}
+	if t.WatchWindow < 0 || t.WatchWindow > MaxWatchWindow {
+		bad("watch_window %d: want 1 to %d (0: the default, %d)", t.WatchWindow, MaxWatchWindow, DefaultWatchWindow)
+	}
 	r := t.Retry
 	if r.MinDelay < 0 || r.MaxDelay < 0 {
 		bad("retry delays must not be negative")
@@ -485,10 +506,8 @@ func (c *Config) checkTopic(where string, t Topic) error {
 			if tg.Timeout < 0 {
 				bad("target.timeout is negative")
 			}
-			if tg.SecretEnv != "" {
-				if _, ok := os.LookupEnv(tg.SecretEnv); !ok {
-					bad("target.secret_env: %s is not set", tg.SecretEnv)
-				}
+			if err := checkWebhook(tg); err != nil {
+				bad("%v", err)
 			}
 		case TargetRedisStream:
 			if tg.Redis == "" && c.Redis == "" {
@@ -561,18 +580,13 @@ func (c *Config) TopicConfig(name string) Topic {
 	if t.Target == nil {
 		t.Target = d.Target
 	}
+	if t.WatchWindow == 0 {
+		t.WatchWindow = d.WatchWindow
+	}
 	if t.Target == nil {
 		t.Target = &Target{Type: TargetLog}
 	}
 	return t
-}
-
-// SecretValue returns the HMAC secret of an http target.
-func (t *Target) SecretValue() string {
-	if t.SecretEnv != "" {
-		return os.Getenv(t.SecretEnv)
-	}
-	return t.Secret
 }
 
 // checkTopicPattern checks a serve_topics entry: a topic name in which *

@@ -38,6 +38,11 @@ type Options struct {
 	// starts (to report its health in the metrics); the func it returns is
 	// called when that worker is stopped for being idle.
 	WatchWorker func(*ontime.Worker) (unwatch func())
+	// Hooks are the Client's hooks (ontime.Config.Hooks). The timers the
+	// dispatcher claims itself for confirming watchers (see Watch) are
+	// reported to those that implement ontime.DeliveryStartHook and
+	// ontime.DeliveryEndHook, as a worker reports its deliveries.
+	Hooks []any
 }
 
 // Dispatcher delivers the topics this server serves: the configured ones
@@ -74,6 +79,7 @@ type Dispatcher struct {
 
 	delivered atomic.Int64
 	failed    atomic.Int64
+	hooks     hookSet // of the timers claimed for watchers (claimer.go)
 
 	kafka *KafkaClients // the kafka targets' clients, closed by Shutdown
 }
@@ -87,13 +93,19 @@ type topicRun struct {
 	configured bool
 	lastSeen   time.Time // guarded by d.mu
 	unwatch    func()    // from Options.WatchWorker; nil without
+	ackWait    time.Duration
+	window     int
 
-	wmu     sync.Mutex
-	watch   int           // connected watchers
-	watchCh chan *Item    // shared by the topic's watchers; unbuffered
-	nobody  chan struct{} // closed when the last watcher leaves
-	queue   itemHeap      // timers waiting for a watcher, see order.go
-	kick    chan struct{} // wakes the pump; buffer 1
+	// The watchers (watch.go), guarded by wmu.
+	wmu        sync.Mutex
+	confirmers []*Watcher       // confirming watchers, who take the timers
+	taps       []*Watcher       // watchers who see copies
+	queue      holdHeap         // timers waiting for a confirming watcher, see order.go
+	pending    map[string]*hold // by event id: sent to a watcher (or about to be), unconfirmed
+	session    *watchSession    // the pump and claimer while there are confirmers
+	rr         int              // where the pump's next search for a watcher starts
+	kick       chan struct{}    // a timer was queued; buffer 1
+	credit     chan struct{}    // a watcher has room again; buffer 1
 }
 
 // New checks every configured target and returns a Dispatcher; Start
@@ -113,6 +125,7 @@ func New(o Options) (*Dispatcher, error) {
 		discoverDone: make(chan struct{}),
 		sharedDone:   make(chan struct{}),
 		kafka:        &KafkaClients{},
+		hooks:        newHookSet(o.Hooks),
 	}
 	if idx, ok := o.Client.Driver().(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
 		d.indexed = true
@@ -137,10 +150,17 @@ func New(o Options) (*Dispatcher, error) {
 }
 
 // warnUnsigned warns that an http target without a secret sends no
-// Ontime-Signature, so its receiver cannot tell ontime from anyone else.
+// webhook-signature, so its receiver cannot tell ontime from anyone else,
+// and that one with legacy_signature still sends Ontime-Signature.
 func warnUnsigned(log *slog.Logger, topic string, tc *config.Target) {
-	if tc != nil && tc.Type == config.TargetHTTP && tc.SecretValue() == "" {
-		log.Warn("http target has no secret: its requests carry no Ontime-Signature; set secret or secret_env", "topic", topic)
+	if tc == nil || tc.Type != config.TargetHTTP {
+		return
+	}
+	if keys, err := tc.WebhookKeys(); err == nil && len(keys) == 0 {
+		log.Warn("http target has no secret: its requests carry no webhook-signature; set secret or secret_env", "topic", topic)
+	}
+	if tc.LegacySignature {
+		log.Warn("http target sends the deprecated Ontime-Signature (legacy_signature); move its receiver to webhook-signature, the option goes in the next release", "topic", topic)
 	}
 }
 
@@ -306,9 +326,14 @@ func (d *Dispatcher) newRun(topic string) (*topicRun, error) {
 		return nil, err
 	}
 	_, configured := d.o.Config.Topics[topic]
+	ackWait := tc.Lease.D()
+	if ackWait <= 0 {
+		ackWait = config.DefaultLease
+	}
 	return &topicRun{
 		d: d, name: topic, target: target, configured: configured, lastSeen: time.Now(),
-		watchCh: make(chan *Item), kick: make(chan struct{}, 1),
+		ackWait: ackWait, window: tc.WatchWindowOrDefault(), pending: map[string]*hold{},
+		kick: make(chan struct{}, 1), credit: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -416,6 +441,10 @@ func (d *Dispatcher) Shutdown(ctx context.Context) error {
 	d.mu.Unlock()
 	close(d.stopDiscover)
 	<-d.discoverDone
+	// Watchers first: their timers go back to the store, due at once.
+	for _, tr := range runs {
+		tr.releaseWatchers()
+	}
 
 	errs := make([]error, len(runs)+1)
 	var wg sync.WaitGroup
@@ -481,30 +510,32 @@ func (d *Dispatcher) Topics() []string {
 	return out
 }
 
-// handle is the topic's handler: to a watcher while there is one, else to
-// the target.
+// handle is the topic's handler: to the confirming watchers while there
+// is one (the handler then waits for the confirmation), else to the
+// target. Watchers who only look get a copy either way.
 func (tr *topicRun) handle(ctx context.Context, m *ontime.Message[[]byte]) error {
 	msg := &Message{
 		ID: m.ID, Topic: m.Topic, Due: m.Due, Attempt: m.Attempt, Headers: m.Headers,
 		CorrelationID: m.CorrelationID, ContentType: m.ContentType, Body: m.Body,
 	}
-	it := &Item{Msg: msg, done: make(chan error, 1)}
-	if tr.enqueue(it) {
+	tr.tapCopy(msg)
+	if h := tr.offer(msg); h != nil {
 		select {
-		case err := <-it.done:
-			switch {
-			case err == nil:
+		case r := <-h.done:
+			switch r {
+			case holdConfirmed:
 				tr.d.delivered.Add(1)
 				return nil
-			case errors.Is(err, errNobody):
-				// The last watcher left first: the target takes it.
-			default:
-				// The watcher went away before the message was written:
-				// due again at once, not counted as a failure.
+			case holdUnconfirmed:
+				tr.d.failed.Add(1)
+				return ontime.RetryAfter(0, errUnconfirmed)
+			case holdReleased:
 				return ontime.Snooze(0)
 			}
+			// holdNobody: the last watcher left before it was sent; the
+			// target takes it.
 		case <-ctx.Done():
-			it.abandon()
+			tr.abandon(h)
 			return ctx.Err()
 		}
 	}
@@ -516,76 +547,4 @@ func (tr *topicRun) handle(ctx context.Context, m *ontime.Message[[]byte]) error
 	}
 	tr.d.delivered.Add(1)
 	return nil
-}
-
-// Item is a fired timer handed to a watcher. The watcher must call Done
-// exactly once: nil when the message was written (the timer is then
-// acked), an error otherwise (it is due again at once).
-type Item struct {
-	Msg  *Message
-	done chan error
-	itemState
-}
-
-// Done reports the outcome of writing the item.
-func (it *Item) Done(err error) { it.done <- err }
-
-// Watcher receives a topic's fired timers while it is connected. While a
-// topic has at least one watcher its target receives nothing; several
-// watchers of one topic share its timers (each timer goes to one of them).
-type Watcher struct {
-	tr   *topicRun
-	once sync.Once
-}
-
-// Watch connects a watcher to topic, starting the topic's worker if needed.
-// Close it when done.
-func (d *Dispatcher) Watch(topic string) (*Watcher, error) {
-	if !d.Serves(topic) {
-		return nil, ErrNotServed
-	}
-	tr := d.ensure(topic)
-	if tr == nil {
-		d.mu.Lock()
-		closing := d.closing
-		d.mu.Unlock()
-		if closing {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("topic %q cannot be delivered (see the server log)", topic)
-	}
-	tr.wmu.Lock()
-	if tr.watch == 0 {
-		tr.nobody = make(chan struct{})
-		go tr.pump(tr.nobody)
-	}
-	tr.watch++
-	tr.wmu.Unlock()
-	return &Watcher{tr: tr}, nil
-}
-
-// C delivers the topic's fired timers.
-func (w *Watcher) C() <-chan *Item { return w.tr.watchCh }
-
-// Close disconnects the watcher. An Item received from C must still be
-// answered with Done.
-func (w *Watcher) Close() {
-	w.once.Do(func() {
-		tr := w.tr
-		tr.wmu.Lock()
-		tr.watch--
-		if tr.watch == 0 {
-			close(tr.nobody)
-		}
-		tr.wmu.Unlock()
-		tr.d.mu.Lock()
-		tr.lastSeen = time.Now()
-		tr.d.mu.Unlock()
-	})
-}
-
-func (tr *topicRun) watchers() int {
-	tr.wmu.Lock()
-	defer tr.wmu.Unlock()
-	return tr.watch
 }

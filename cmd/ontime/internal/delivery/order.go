@@ -2,21 +2,19 @@ package delivery
 
 import (
 	"container/heap"
-	"errors"
-	"sync/atomic"
 	"time"
 )
 
 // Watchers see a topic's timers in due order. The worker runs up to
-// Concurrency handlers at once, so the timers of one claim (a backlog, or
-// timers due within the same instant) reach the handler in any order. While
-// someone watches, each handler queues its timer here instead; a pump takes
-// them out by (due time, id) and hands them to the watchers one at a time,
-// after a gathering pause so that the timers of one claim are all queued
-// before the first goes out: the pump waits until no timer has been queued
-// for gatherWindow (handlers of one claim start within microseconds of each
-// other, but a loaded machine can delay a goroutine by milliseconds), at
-// most gatherMax.
+// Concurrency handlers at once, and the claimer (claimer.go) claims
+// batches, so the timers of one claim (a backlog, or timers due within the
+// same instant) arrive in any order. While someone confirms, each timer
+// is queued here; a pump takes them out by (due time, id) and hands them
+// to the confirming watchers that have room, after a gathering pause so
+// that the timers of one claim are all queued before the first goes out:
+// the pump waits until no timer has been queued for gatherWindow (handlers
+// of one claim start within microseconds of each other, but a loaded
+// machine can delay a goroutine by milliseconds), at most gatherMax.
 
 // gatherWindow is the quiet time that ends a gathering pause; gatherMax
 // bounds the pause.
@@ -25,24 +23,20 @@ const (
 	gatherMax    = 100 * time.Millisecond
 )
 
-// errNobody tells a handler that the last watcher left before its timer was
-// handed out: the topic's target takes it.
-var errNobody = errors.New("delivery: no watcher")
+// holdHeap orders queued holds by due time, then id.
+type holdHeap []*hold
 
-// itemHeap orders queued items by due time, then id.
-type itemHeap []*Item
-
-func (h itemHeap) Len() int { return len(h) }
-func (h itemHeap) Less(i, j int) bool {
-	a, b := h[i].Msg, h[j].Msg
+func (h holdHeap) Len() int { return len(h) }
+func (h holdHeap) Less(i, j int) bool {
+	a, b := h[i].msg, h[j].msg
 	if !a.Due.Equal(b.Due) {
 		return a.Due.Before(b.Due)
 	}
 	return a.ID < b.ID
 }
-func (h itemHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *itemHeap) Push(x any)   { *h = append(*h, x.(*Item)) }
-func (h *itemHeap) Pop() any {
+func (h holdHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *holdHeap) Push(x any)   { *h = append(*h, x.(*hold)) }
+func (h *holdHeap) Pop() any {
 	old := *h
 	it := old[len(old)-1]
 	old[len(old)-1] = nil
@@ -50,93 +44,91 @@ func (h *itemHeap) Pop() any {
 	return it
 }
 
-// abandon marks an item whose handler gave up (lease lost, shutdown): the
-// pump drops it instead of handing it out.
-func (it *Item) abandon() { it.abandoned.Store(true) }
-
-type itemState struct {
-	abandoned atomic.Bool
+// watchSession is the pump and the claimer of a topic while it has
+// confirming watchers.
+type watchSession struct {
+	stop    chan struct{} // closed when the last confirming watcher leaves
+	claimer *claimer
 }
 
-// enqueue queues it for the watchers. It returns false when nobody watches
-// (the caller delivers to the target).
-func (tr *topicRun) enqueue(it *Item) bool {
-	tr.wmu.Lock()
-	defer tr.wmu.Unlock()
-	if tr.watch == 0 {
-		return false
-	}
-	heap.Push(&tr.queue, it)
-	select {
-	case tr.kick <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// next takes the first queued item that is not abandoned.
-func (tr *topicRun) next() *Item {
-	tr.wmu.Lock()
-	defer tr.wmu.Unlock()
-	for tr.queue.Len() > 0 {
-		it := heap.Pop(&tr.queue).(*Item)
-		if !it.abandoned.Load() {
-			return it
-		}
-	}
-	return nil
-}
-
-// pump hands queued items to the watchers until nobody is closed (the last
-// watcher of this session left). Then, unless a new watcher came meanwhile
-// (and with it a new pump), it sends every queued item back to its handler,
-// which delivers it to the target.
-func (tr *topicRun) pump(nobody <-chan struct{}) {
-	defer func() {
-		tr.wmu.Lock()
-		defer tr.wmu.Unlock()
-		if tr.watch > 0 {
-			return
-		}
-		for tr.queue.Len() > 0 {
-			heap.Pop(&tr.queue).(*Item).Done(errNobody)
-		}
-	}()
+// pump hands queued holds to the confirming watchers that have room until
+// the session stops.
+func (tr *topicRun) pump(ss *watchSession) {
 	gather := time.NewTimer(time.Hour)
 	gather.Stop()
 	for {
 		select {
 		case <-tr.kick:
-		case <-nobody:
-			return
-		}
-		if !tr.gather(gather, nobody) {
-			return
-		}
-		for it := tr.next(); it != nil; it = tr.next() {
-			select {
-			case tr.watchCh <- it:
-			case <-nobody:
-				it.Done(errNobody)
-				return
-			}
-			// Timers queued while that one waited for a watcher may be
-			// the first of a new claim: gather the rest of it before
-			// choosing the next.
+		case <-tr.credit:
+			// Room again; but a timer queued meanwhile may be the first
+			// of a claim whose older timers are still on their way.
 			select {
 			case <-tr.kick:
-				if !tr.gather(gather, nobody) {
+			default:
+				goto assign
+			}
+		case <-ss.stop:
+			return
+		}
+		if !tr.gather(gather, ss.stop) {
+			return
+		}
+	assign:
+		for {
+			done, settle := tr.assignNext()
+			settle.run(tr)
+			if done {
+				break
+			}
+			// Timers queued meanwhile may be the first of a new claim:
+			// gather the rest of it before choosing the next.
+			select {
+			case <-tr.kick:
+				if !tr.gather(gather, ss.stop) {
 					return
 				}
+			case <-ss.stop:
+				return
 			default:
 			}
 		}
 	}
 }
 
+// assignNext hands the first live queued hold to the confirming watcher
+// with the most room. done reports that nothing more can be handed out
+// now (the queue is empty or no watcher has room).
+func (tr *topicRun) assignNext() (done bool, settle settlements) {
+	tr.wmu.Lock()
+	defer tr.wmu.Unlock()
+	for tr.queue.Len() > 0 {
+		h := tr.queue[0]
+		if h.state == holdResolved {
+			heap.Pop(&tr.queue) // its handler gave up
+			continue
+		}
+		if h.store != nil && !time.Now().Before(h.store.leaseEnd) {
+			// Claimed, then queued past its lease: the store hands it
+			// out again (to us or to another server).
+			heap.Pop(&tr.queue)
+			h.state = holdResolved
+			settle.add(h, holdLapsed)
+			continue
+		}
+		w := tr.roomiest()
+		if w == nil {
+			return true, settle
+		}
+		heap.Pop(&tr.queue)
+		w.assign(h)
+		return false, settle
+	}
+	return true, settle
+}
+
 // gather waits until no timer has been queued for gatherWindow, at most
-// gatherMax; false if the last watcher left meanwhile.
-func (tr *topicRun) gather(t *time.Timer, nobody <-chan struct{}) bool {
+// gatherMax; false if the session stopped meanwhile.
+func (tr *topicRun) gather(t *time.Timer, stop <-chan struct{}) bool {
 	limit := time.Now().Add(gatherMax)
 	t.Reset(gatherWindow)
 	for {
@@ -151,9 +143,17 @@ func (tr *topicRun) gather(t *time.Timer, nobody <-chan struct{}) bool {
 				return true
 			}
 			t.Reset(min(gatherWindow, d))
-		case <-nobody:
+		case <-stop:
 			t.Stop()
 			return false
 		}
+	}
+}
+
+// signal wakes a goroutine waiting on c (buffer 1) without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }

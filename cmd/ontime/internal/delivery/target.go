@@ -49,7 +49,14 @@ func NewTarget(topic string, tc *config.Target, log *slog.Logger, openRedis Redi
 	case config.TargetLog, "":
 		return &LogTarget{Log: log}, nil
 	case config.TargetHTTP:
-		return NewHTTPTarget(tc.URL, []byte(tc.SecretValue()), tc.Headers, tc.Timeout.D(), log), nil
+		keys, err := tc.WebhookKeys()
+		if err != nil {
+			return nil, fmt.Errorf("topic %q: %w", topic, err)
+		}
+		return NewHTTPTarget(HTTPOptions{
+			URL: tc.URL, Keys: keys, Payload: tc.Payload, Forward: tc.ForwardHeaders,
+			LegacySignature: tc.LegacySignature, Headers: tc.Headers, Timeout: tc.Timeout.D(), Log: log,
+		}), nil
 	case config.TargetRedisStream:
 		if openRedis == nil {
 			return nil, fmt.Errorf("topic %q: redis-stream target: no Redis available", topic)

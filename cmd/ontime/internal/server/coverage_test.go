@@ -69,6 +69,7 @@ func init() {
 		"GET /v1/topics/{topic}/dead 500",
 		"POST /v1/topics/{topic}/dead:replay 500",
 		"POST /v1/topics/{topic}/dead:purge 500",
+		"POST /v1/topics/{topic}/watch:ack 500",
 		"GET /v1/stats 500",
 		"POST /messages 500",
 	} {

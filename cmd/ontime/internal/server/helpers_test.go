@@ -3,9 +3,6 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -122,7 +119,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		disp, err = delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log})
+		disp, err = delivery.New(delivery.Options{Client: client, Config: cfg, Logger: log, Hooks: []any{rec}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,12 +231,10 @@ func (e *env) want(r *response, status int, code string) {
 }
 
 // hook is a webhook receiver: it answers each call with status(n), n
-// counting calls from 1, and records what it received. With a secret it
-// checks the Ontime-Signature of every call.
+// counting calls from 1, and records what it received.
 type hook struct {
 	*httptest.Server
 	t      *testing.T
-	secret string
 	status func(n int) int
 
 	mu   sync.Mutex
@@ -250,31 +245,16 @@ type hookReq struct {
 	header http.Header
 	body   []byte
 	status int
-	sigOK  bool
 }
 
 func newHook(t *testing.T, status func(n int) int) *hook {
-	return newSignedHook(t, "", status)
-}
-
-func newSignedHook(t *testing.T, secret string, status func(n int) int) *hook {
-	h := &hook{t: t, secret: secret, status: status}
+	h := &hook{t: t, status: status}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		sigOK := true
-		if h.secret != "" {
-			mac := hmac.New(sha256.New, []byte(h.secret))
-			mac.Write(body)
-			want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-			sigOK = hmac.Equal([]byte(r.Header.Get("Ontime-Signature")), []byte(want))
-		}
 		h.mu.Lock()
 		n := len(h.reqs) + 1
 		st := h.status(n)
-		if !sigOK {
-			st = http.StatusUnauthorized
-		}
-		h.reqs = append(h.reqs, hookReq{header: r.Header.Clone(), body: body, status: st, sigOK: sigOK})
+		h.reqs = append(h.reqs, hookReq{header: r.Header.Clone(), body: body, status: st})
 		h.mu.Unlock()
 		w.WriteHeader(st)
 	}))

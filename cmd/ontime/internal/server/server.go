@@ -176,6 +176,7 @@ func (s *Server) routes() {
 		{"GET", "/v1/topics/{topic}/timeline", s.timeline},
 		{"GET", "/v1/topics", s.listTopics},
 		{"GET", "/v1/topics/{topic}/watch", s.watch},
+		{"POST", "/v1/topics/{topic}/watch:ack", s.watchAck},
 		{"GET", "/v1/topics/{topic}/dead", s.listDead},
 		{"POST", "/v1/topics/{topic}/dead:replay", s.replayDead},
 		{"POST", "/v1/topics/{topic}/dead:purge", s.purgeDead},

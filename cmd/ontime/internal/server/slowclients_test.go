@@ -116,6 +116,7 @@ var postPaths = []struct{ path, key string }{
 	{"/v1/topics/t/timers:batch", "POST /v1/topics/{topic}/timers:batch"},
 	{"/v1/topics/t/dead:replay", "POST /v1/topics/{topic}/dead:replay"},
 	{"/v1/topics/t/dead:purge", "POST /v1/topics/{topic}/dead:purge"},
+	{"/v1/topics/t/watch:ack", "POST /v1/topics/{topic}/watch:ack"},
 	{"/messages", "POST /messages"},
 }
 

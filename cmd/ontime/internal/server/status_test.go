@@ -28,6 +28,7 @@ var validBody = map[string]any{
 	"POST /messages":                       `{"message":"x"}`,
 	"POST /v1/topics/{topic}/dead:replay":  `{"all":true}`,
 	"POST /v1/topics/{topic}/dead:purge":   `{"all":true}`,
+	"POST /v1/topics/{topic}/watch:ack":    `{"ids":["e-1"]}`,
 }
 
 // TestAuthEveryOperation: with tokens on, every documented operation that
@@ -57,9 +58,10 @@ func storeDown(t *testing.T, e *env) {
 	t.Helper()
 	for _, o := range spec.Operations() {
 		key := o.Method + " " + o.Path
-		if !slices.Contains(o.Statuses, http.StatusServiceUnavailable) || key == "GET /v1/topics/{topic}/watch" {
+		if !slices.Contains(o.Statuses, http.StatusServiceUnavailable) || key == "GET /v1/topics/{topic}/watch" || key == "POST /v1/topics/{topic}/watch:ack" {
 			// Watch does not touch the store to connect; its 503 is
-			// shutting_down (TestWatch).
+			// shutting_down (TestWatch). Confirmations answer before the
+			// store is told; their 503 is overloaded (TestInflight...).
 			continue
 		}
 		r := e.do(o.Method, concrete(o.Path), validBody[key])
@@ -95,16 +97,40 @@ func TestStoreDown(t *testing.T) {
 	})
 }
 
-// TestWatch: the stream answers 200 text/event-stream, hands each fired
-// timer over as an "event: timer" whose data matches the Event schema, and
-// acks it; without workers the endpoint answers 501; while the server
-// shuts down, 503.
-func TestWatch(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/topics/w/watch", nil)
+// sse reads server-sent events off a stream.
+type sse struct {
+	rd *bufio.Reader
+}
+
+// next returns the next event's id, type and data, skipping comments; a
+// read error fails the test.
+func (s *sse) next(t *testing.T) (id, event, data string) {
+	t.Helper()
+	for {
+		line, err := s.rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "":
+			if event != "" {
+				return id, event, data
+			}
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+// openWatch opens a watch stream and reads its first line.
+func openWatch(t *testing.T, ctx context.Context, e *env, query string) *sse {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/topics/w/watch"+query, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +138,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("watch: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -120,31 +146,60 @@ func TestWatch(t *testing.T) {
 	if line, err := rd.ReadString('\n'); err != nil || line != ": watching w\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
+	return &sse{rd: rd}
+}
+
+// TestWatch: a stream with ack=explicit takes the topic's timers: each
+// comes as an "event: timer" with an event id and data that matches the
+// Event schema, and is acked in the store only once POST watch:ack
+// confirms that id (a second confirmation is unknown). A plain stream (a
+// curl -N) gets a copy of the same delivery and takes nothing. Without
+// workers the endpoints answer 501; while the server shuts down, 503.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	tap := openWatch(t, ctx, e, "")
+	take := openWatch(t, ctx, e, "?ack=explicit")
+	wait.For(t, 10*time.Second, func() bool { return e.disp.Counters().Watchers == 2 }, "both watchers")
 	if _, err := e.client.Publish(t.Context(), "w", map[string]int{"n": 1}, ontime.WithID("w1"), ontime.WithHeader("k", "v")); err != nil {
 		t.Fatal(err)
 	}
-	var event, data string
-	for data == "" {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream ended: %v", err)
+	for _, s := range []*sse{take, tap} {
+		id, event, data := s.next(t)
+		if event != "timer" || id == "" || id == "w1" {
+			t.Errorf("event %q id %q: want a timer event with an event id of its own", event, id)
 		}
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimSpace(strings.TrimPrefix(line, "event: "))
-		case strings.HasPrefix(line, "data: "):
-			data = strings.TrimSpace(strings.TrimPrefix(line, "data: "))
+		if err := spec.CheckSchema("Event", []byte(data)); err != nil {
+			t.Errorf("data %s: %v", data, err)
 		}
-	}
-	if event != "timer" {
-		t.Errorf("event %q", event)
-	}
-	if err := spec.CheckSchema("Event", []byte(data)); err != nil {
-		t.Errorf("data %s: %v", data, err)
-	}
-	var ev wire.Event
-	if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != "w1" || string(ev.Body) != `{"n":1}` || ev.Headers["k"] != "v" || ev.Attempt != 1 {
-		t.Errorf("event %s (%v)", data, err)
+		var ev wire.Event
+		if err := json.Unmarshal([]byte(data), &ev); err != nil || ev.ID != "w1" || string(ev.Body) != `{"n":1}` || ev.Headers["k"] != "v" || ev.Attempt != 1 {
+			t.Errorf("event %s (%v)", data, err)
+		}
+		if s == take {
+			// Sent, not confirmed: still in the store, leased.
+			if n, err := e.client.Count(t.Context(), "w"); err != nil || n.Leased != 1 {
+				t.Errorf("before the confirmation: %+v, %v; want the timer leased", n, err)
+			}
+			if e.disp.Counters().Delivered != 0 {
+				t.Error("counted as delivered before the confirmation")
+			}
+			var res wire.WatchAcked
+			r := e.do("POST", "/v1/topics/w/watch:ack", wire.WatchAck{IDs: []string{"nope", id}})
+			e.want(r, 200, "")
+			r.json(t, &res)
+			if res.Acked != 1 || len(res.Unknown) != 1 || res.Unknown[0] != "nope" {
+				t.Errorf("watch:ack: %+v", res)
+			}
+			r = e.do("POST", "/v1/topics/w/watch:ack", wire.WatchAck{IDs: []string{id}})
+			e.want(r, 200, "")
+			r.json(t, &res)
+			if res.Acked != 0 || len(res.Unknown) != 1 {
+				t.Errorf("a second confirmation: %+v, want unknown", res)
+			}
+		}
 	}
 	wait.For(t, 10*time.Second, func() bool {
 		n, err := e.client.Count(t.Context(), "w")
@@ -163,6 +218,7 @@ func TestWatch(t *testing.T) {
 	// An API without workers (the CLI's --redis mode).
 	e2 := newEnv(t, envOpts{noWorkers: true})
 	e2.want(e2.do("GET", "/v1/topics/w/watch", nil), 501, "watch_unavailable")
+	e2.want(e2.do("POST", "/v1/topics/w/watch:ack", `{"ids":["x"]}`), 501, "watch_unavailable")
 }
 
 // TestRequestTooLarge: the endpoints that take many timers or ids refuse a

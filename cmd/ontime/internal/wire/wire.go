@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/webhook"
 )
 
 // Content types the API gives meaning to.
@@ -157,18 +158,10 @@ type Count struct {
 	Count int `json:"count"`
 }
 
-// Event is one fired timer on the watch stream (SSE event "timer").
-type Event struct {
-	ID            string            `json:"id"`
-	Topic         string            `json:"topic"`
-	DueAt         time.Time         `json:"due_at"`
-	Attempt       int               `json:"attempt"`
-	Headers       map[string]string `json:"headers"`
-	CorrelationID string            `json:"correlation_id"`
-	ContentType   string            `json:"content_type,omitempty"`
-	Body          json.RawMessage   `json:"body,omitempty"`
-	BodyBase64    *string           `json:"body_base64,omitempty"`
-}
+// Event is one fired timer on the watch stream (the data of SSE event
+// "timer"), and the data of a webhook's envelope: the public
+// webhook.Timer, so that Go receivers decode both with one type.
+type Event = webhook.Timer
 
 // NewEvent builds the watch event of a fired timer. Nil headers become an
 // empty object; the body goes to "body" or "body_base64" as BodyJSON says.
@@ -182,6 +175,21 @@ func NewEvent(id, topic string, due time.Time, attempt int, headers map[string]s
 	}
 	ev.Body, ev.BodyBase64 = BodyJSON(contentType, body)
 	return ev
+}
+
+// WatchAck confirms events of a watch stream (POST
+// /v1/topics/{topic}/watch:ack): their ids, the "id:" of each event.
+type WatchAck struct {
+	IDs []string `json:"ids"`
+}
+
+// WatchAcked answers a WatchAck: how many events were confirmed, and the
+// ids the server did not hold unconfirmed (not sent, confirmed already, or
+// given back because their stream ended or their time ran out: their
+// timers are, or will be, sent again).
+type WatchAcked struct {
+	Acked   int      `json:"acked"`
+	Unknown []string `json:"unknown"`
 }
 
 // MessageIn is the simple API: POST /messages.
@@ -332,22 +340,4 @@ func TextOf(body []byte) string {
 // "2026-11-22 10:15:03: <body>", the due time in UTC.
 func WatchLine(due time.Time, body []byte) string {
 	return due.UTC().Format("2006-01-02 15:04:05") + ": " + TextOf(body)
-}
-
-// EventBody returns the body of a watch event as bytes and content type.
-func (e *Event) EventBody() ([]byte, error) {
-	if e.BodyBase64 != nil {
-		return base64.StdEncoding.DecodeString(*e.BodyBase64)
-	}
-	if len(e.Body) == 0 {
-		return nil, nil
-	}
-	if mediaType(e.ContentType) == ContentTypeText {
-		var s string
-		if err := json.Unmarshal(e.Body, &s); err != nil {
-			return nil, err
-		}
-		return []byte(s), nil
-	}
-	return e.Body, nil
 }
