@@ -29,6 +29,7 @@ const answerBound = 20 * time.Second
 // rawConn is a client connection that sends request bytes by hand.
 type rawConn struct {
 	t    *testing.T
+	host string // the server's host:port, for the Host header
 	conn net.Conn
 	br   *bufio.Reader
 }
@@ -40,7 +41,7 @@ func dialRaw(t *testing.T, e *env) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &rawConn{t: t, conn: c, br: bufio.NewReader(c)}
+	return &rawConn{t: t, host: e.addr, conn: c, br: bufio.NewReader(c)}
 }
 
 // head sends a request line and headers declaring a body of n bytes
@@ -48,7 +49,7 @@ func dialRaw(t *testing.T, e *env) *rawConn {
 func (c *rawConn) head(method, path string, n int64, extra ...string) {
 	c.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: ontime.test\r\nContent-Type: application/json\r\n", method, path)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n", method, path, c.host)
 	if n >= 0 {
 		fmt.Fprintf(&b, "Content-Length: %d\r\n", n)
 	} else {
@@ -279,7 +280,7 @@ func TestWatchOutlivesReadTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{readTimeout: 100 * time.Millisecond})
 	c := dialRaw(t, e)
-	if err := c.write("GET /v1/topics/w/watch HTTP/1.1\r\nHost: ontime.test\r\n\r\n"); err != nil {
+	if err := c.write("GET /v1/topics/w/watch HTTP/1.1\r\nHost: " + c.host + "\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))

@@ -67,11 +67,11 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.publish(r, topic, []parsed{p})
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	if res[0].Err != nil {
-		writeError(w, s.storeError(r, res[0].Err))
+		writeError(w, s.storeError(w, r, res[0].Err))
 		return
 	}
 	w.Header().Set("Location", timerURL(topic, res[0].ID))
@@ -119,14 +119,14 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.publish(r, topic, ps)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	out := wire.BatchResult{Results: make([]wire.BatchItem, len(res))}
 	for i, pr := range res {
 		it := wire.BatchItem{ID: pr.ID, Topic: topic, Status: http.StatusCreated}
 		if pr.Err != nil {
-			ae := s.storeError(r, pr.Err)
+			ae := s.storeError(w, r, pr.Err)
 			it.Status = ae.status
 			it.Error = &wire.ErrorBody{Code: ae.code, Message: ae.msg}
 		} else {
@@ -170,7 +170,7 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	ti, err := s.o.Client.Get(r.Context(), topic, id)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, timerJSON(ti))
@@ -188,7 +188,7 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.Client.Cancel(r.Context(), topic, id); err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -231,11 +231,11 @@ func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
 
 // listError answers a failed List or DeadLetters: the store refuses a
 // malformed cursor with ErrInvalid (invalid_query).
-func (s *Server) listError(r *http.Request, err error) *apiError {
+func (s *Server) listError(w http.ResponseWriter, r *http.Request, err error) *apiError {
 	if errors.Is(err, ontime.ErrInvalid) {
 		return errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err))
 	}
-	return s.storeError(r, err)
+	return s.storeError(w, r, err)
 }
 
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +251,7 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.o.Client.List(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.listError(r, err))
+		writeError(w, s.listError(w, r, err))
 		return
 	}
 	out := wire.TimerPage{Timers: make([]wire.Timer, len(page.Timers)), NextCursor: page.NextCursor}
@@ -293,7 +293,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		err = res[0].Err
 	}
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	w.Header().Set("Location", timerURL(MessagesTopic, res[0].ID))

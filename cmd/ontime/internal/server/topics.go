@@ -13,10 +13,10 @@ import (
 
 // topicStats counts every topic the store lists, plus the configured ones
 // and those with activity in the last minute.
-func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
+func (s *Server) topicStats(w http.ResponseWriter, r *http.Request) ([]wire.TopicStats, *apiError) {
 	names, err := s.o.Client.Topics(r.Context())
 	if err != nil {
-		return nil, s.storeError(r, err)
+		return nil, s.storeError(w, r, err)
 	}
 	var recent map[string]activity.Stats
 	extra := slices.Clone(s.o.Topics)
@@ -36,7 +36,7 @@ func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 		}
 		c, err := s.o.Client.Count(r.Context(), name)
 		if err != nil {
-			return nil, s.storeError(r, err)
+			return nil, s.storeError(w, r, err)
 		}
 		ts := wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead}
 		if s.o.Activity != nil {
@@ -48,7 +48,7 @@ func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
 }
 
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
-	out, e := s.topicStats(r)
+	out, e := s.topicStats(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -57,7 +57,7 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	ts, e := s.topicStats(r)
+	ts, e := s.topicStats(w, r)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -101,7 +101,7 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.o.Client.DeadLetters(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.listError(r, err))
+		writeError(w, s.listError(w, r, err))
 		return
 	}
 	out := wire.DeadPage{Dead: make([]wire.DeadLetter, len(page.Dead)), NextCursor: page.NextCursor}
@@ -165,7 +165,7 @@ func (s *Server) deadOp(w http.ResponseWriter, r *http.Request,
 		n, err = some(r.Context(), topic, sel.IDs...)
 	}
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	if n > 0 && s.o.Dispatcher != nil {

@@ -216,10 +216,21 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
+// Status answers /healthz ("ok") and /readyz ("ready", or "unavailable"
+// with the request id, and the store's error for an admin token).
+type Status struct {
+	Status    string `json:"status"`
+	RequestID string `json:"request_id,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
 // ErrorBody says what went wrong: Code is stable, Message is for people.
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RequestID is the answer's request id (the X-Request-Id header),
+	// which the server's log lines about the request carry.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // ValidateTopic checks a topic name of the API and the server's
