@@ -41,7 +41,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 		switch {
 		case errors.As(err, &mbe):
 			return nil, errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
+		case errors.Is(err, errBodyOverloaded):
+			w.Header().Set("Retry-After", "1")
+			return nil, errorf(http.StatusServiceUnavailable, "overloaded", "the server holds too many request bytes at once (max_inflight_bytes); retry later")
 		case errors.As(err, &ne) && ne.Timeout():
+			if rec, ok := w.(*statusRecorder); ok && rec.body.slow {
+				return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body arrived slower than the server's min_body_rate (%d bytes/s over %s)", rec.srv.o.MinBodyRate, BodyRateWindow)
+			}
 			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
 		}
 		return nil, errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)

@@ -83,6 +83,8 @@ type envOpts struct {
 	// names.
 	roleTokens   []server.Token
 	allowedHosts []string
+	// minBodyRate sets Options.MinBodyRate (0: the default; -1: none).
+	minBodyRate int64
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -142,7 +144,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	opts := server.Options{
 		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
 		Tokens: o.tokens, RoleTokens: o.roleTokens, AllowedHosts: o.allowedHosts, Logger: log, Done: done,
-		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight,
+		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight, MinBodyRate: o.minBodyRate,
 	}
 	if !o.noWorkers {
 		opts.Activity = rec

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -21,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,12 +80,23 @@ type Options struct {
 	// Requests without a body (watch streams among them) have no such
 	// bound. Default 30s.
 	ReadTimeout time.Duration
-	// MaxInflightBytes caps the request bodies being read and handled at
-	// once, by their declared Content-Length (a chunked body counts as the
-	// largest its endpoint takes). A request that does not fit answers 503
-	// overloaded with Retry-After, before its body is read. Default: four
-	// of the largest requests (BatchRequestLimit).
+	// MaxInflightBytes caps the bytes of request bodies held at once (read,
+	// and being handled), charged as they arrive: a request holds what it
+	// has sent, not what it declared. One whose declared Content-Length
+	// (a chunked one: the largest its endpoint takes) does not fit next to
+	// what is held answers 503 overloaded with Retry-After before its
+	// body is read; one whose arriving bytes no longer fit (others filled
+	// the budget meanwhile) answers the same and its connection is
+	// closed. Default: four of the largest requests (BatchRequestLimit).
 	MaxInflightBytes int64
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, over windows of BodyRateWindow: a body that brings less in a
+	// window (and is not complete) is cut with 408 request_timeout and
+	// its connection closed, giving back the bytes it held, so that
+	// clients trickling bytes hold neither the budget nor a connection
+	// for long. Default 16 KiB/s; negative: no minimum (ReadTimeout
+	// alone).
+	MinBodyRate int64
 }
 
 // Server is the API's http.Handler.
@@ -101,30 +110,6 @@ type Server struct {
 	cop      *http.CrossOriginProtection
 	started  time.Time
 	inflight inflight
-}
-
-// inflight counts the request bytes being read and handled.
-type inflight struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
-}
-
-// acquire reserves n bytes, or reports false when they do not fit.
-func (f *inflight) acquire(n int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.used+n > f.max {
-		return false
-	}
-	f.used += n
-	return true
-}
-
-func (f *inflight) release(n int64) {
-	f.mu.Lock()
-	f.used -= n
-	f.mu.Unlock()
 }
 
 // NewHTTPServer returns the http.Server `ontime serve` runs h with: request
@@ -169,6 +154,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxInflightBytes <= 0 {
 		o.MaxInflightBytes = 4 * BatchRequestLimit(o.MaxBodyBytes)
+	}
+	if o.MinBodyRate == 0 {
+		o.MinBodyRate = DefaultMinBodyRate
 	}
 	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), started: time.Now(), cop: http.NewCrossOriginProtection()}
 	s.inflight.max = o.MaxInflightBytes
@@ -344,15 +332,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if n < 0 {
 			n = limit // chunked: the most it may bring
 		}
-		if !s.inflight.acquire(n) {
-			rec.Header().Set("Retry-After", "1")
-			writeError(rec, errorf(http.StatusServiceUnavailable, "overloaded", "the server is reading too many request bodies at once (max_inflight_bytes); retry later"))
+		if !s.inflight.fits(n) {
+			overloaded(rec)
 			return
 		}
-		defer s.inflight.release(n)
-		_ = rec.rc.SetReadDeadline(time.Now().Add(s.o.ReadTimeout)) // not supported in-process (CLI --redis): no bound needed there
-		rec.body = trackedBody{ReadCloser: r.Body, rec: rec}
+		rec.body.start(s, rec, r.Body)
 		r.Body = &rec.body
+		defer rec.body.release()
 	}
 	s.mux.ServeHTTP(rec, r)
 }
@@ -387,24 +373,6 @@ func (s *Server) requestLimit(r *http.Request) int64 {
 		return s.batchLimit()
 	}
 	return s.singleLimit()
-}
-
-// trackedBody notes when a request body has been read to its end: the
-// body's read deadline is then lifted (so that net/http's background read
-// cannot cancel a handler that outlives it), and an answer need not close
-// the connection.
-type trackedBody struct {
-	io.ReadCloser
-	rec *statusRecorder
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.rec.bodyDone {
-		b.rec.bodyDone = true
-		_ = b.rec.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // badSegment catches empty topics and ids, and the dot segments "." and
@@ -477,7 +445,7 @@ type statusRecorder struct {
 	rc       http.ResponseController // of the connection's ResponseWriter
 	status   int
 	bodyDone bool        // the request body was read to its end
-	body     trackedBody // the request's body, when it has one
+	body     trackedBody // the request's body, when it has one (budget.go)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
