@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 )
 
@@ -244,5 +245,50 @@ func TestServeConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestMetricsConfiguredTopics: the topics the configuration names have
+// their own metrics label from the start and keep it after more junk
+// topics than metrics_max_topics were published first.
+func TestMetricsConfiguredTopics(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	if err := os.WriteFile(file, []byte("metrics_max_topics = 3\nserve_topics = [\"audit\", \"jobs.*\"]\n[topics.billing]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadFor(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, m, err := newMetrics(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		topic := fmt.Sprintf("junk-%d", i)
+		m.AfterPublish(t.Context(), &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "x"}}, Results: []ontime.PublishResult{{ID: "x"}}})
+	}
+	for _, topic := range []string{"billing", "audit"} {
+		m.AfterPublish(t.Context(), &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "x"}}, Results: []ontime.PublishResult{{ID: "x"}}})
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "ontime_published_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "topic" {
+					got[l.GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if got["billing"] != 1 || got["audit"] != 1 || got["(other)"] != 97 || len(got) != 6 {
+		t.Errorf("published by label: %v; want billing 1, audit 1, three junk topics 1 each, (other) 97", got)
 	}
 }

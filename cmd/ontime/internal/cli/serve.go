@@ -36,6 +36,7 @@ var serveFlags = map[string]string{
 	"max-body-bytes":          "max_body_bytes",
 	"read-timeout":            "read_timeout",
 	"max-inflight-bytes":      "max_inflight_bytes",
+	"min-body-rate":           "min_body_rate",
 	"tokens":                  "tokens",
 	"read-tokens":             "read_tokens",
 	"write-tokens":            "write_tokens",
@@ -77,6 +78,7 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
+	f.Int64("min-body-rate", 0, "slowest a request body may arrive, bytes/s over 2 s windows, before 408 (default 16384; negative: none; env ONTIME_MIN_BODY_RATE)")
 	f.String("tokens", "", "comma-separated bearer tokens with the admin role; turns auth on (env ONTIME_TOKENS)")
 	f.String("read-tokens", "", "comma-separated bearer tokens that may only read (GET, /metrics, watch) (env ONTIME_READ_TOKENS)")
 	f.String("write-tokens", "", "comma-separated bearer tokens that may also publish, cancel and fire (env ONTIME_WRITE_TOKENS)")
@@ -191,7 +193,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	api := server.New(server.Options{
 		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, RoleTokens: roleTokens(cfg), AllowedHosts: cfg.AllowedHosts, Topics: topics, Logger: log, Done: done,
-		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
+		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes, MinBodyRate: cfg.MinBodyRate,
 		Metrics: metricsHandler(reg, log),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)

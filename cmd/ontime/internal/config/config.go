@@ -66,6 +66,11 @@ type Config struct {
 	// MiB with the default MaxBodyBytes). It must be at least the largest
 	// request.
 	MaxInflightBytes int64 `toml:"max_inflight_bytes"`
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, measured over 2-second windows: a slower one is cut with 408
+	// and gives back the bytes it held. Default 0: 16384 (16 KiB/s);
+	// negative: no minimum (read_timeout alone).
+	MinBodyRate int64 `toml:"min_body_rate"`
 	// Tokens turns on bearer-token auth: every endpoint but /healthz and
 	// /readyz then needs "Authorization: Bearer <token>". These tokens have
 	// the admin role (everything), as every token had before roles; prefer
@@ -309,6 +314,7 @@ var envKeys = []string{
 	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
 	"ONTIME_MAX_INFLIGHT_BYTES", "ONTIME_METRICS_SAMPLE_INTERVAL", "ONTIME_METRICS_MAX_TOPICS",
 	"ONTIME_READ_TOKENS", "ONTIME_WRITE_TOKENS", "ONTIME_ADMIN_TOKENS", "ONTIME_ALLOWED_HOSTS",
+	"ONTIME_MIN_BODY_RATE",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -343,15 +349,18 @@ func (c *Config) Set(key, v string) error {
 		c.RedisLayout = v
 	case "redis_prefix":
 		c.RedisPrefix = v
-	case "max_body_bytes", "max_inflight_bytes":
+	case "max_body_bytes", "max_inflight_bytes", "min_body_rate":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
 		}
-		if key == "max_body_bytes" {
+		switch key {
+		case "max_body_bytes":
 			c.MaxBodyBytes = n
-		} else {
+		case "max_inflight_bytes":
 			c.MaxInflightBytes = n
+		default:
+			c.MinBodyRate = n
 		}
 	case "tokens", "read_tokens", "write_tokens", "admin_tokens":
 		list, err := splitTokens(v)
