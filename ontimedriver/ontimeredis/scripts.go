@@ -46,6 +46,7 @@ var (
 	sGet      = mustScript("get", "common")
 	sPage     = mustScript("page")
 	sCount    = mustScript("count")
+	sPrune    = mustScript("prune")
 	sReplay   = mustScript("replay", "common")
 	sPurge    = mustScript("purge")
 	sCountDue = mustScript("count_due")
