@@ -573,8 +573,8 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 	if len(topics) == 0 {
 		return out, nil
 	}
-	pipe := d.rdb.Pipeline()
 	if d.compat {
+		pipe := d.rdb.Pipeline()
 		all := make([]*redis.IntCmd, len(topics))
 		dead := make([]*redis.IntCmd, len(topics))
 		for i, t := range topics {
@@ -595,32 +595,52 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 		}
 		return out, nil
 	}
-	cmds := make([]*redis.Cmd, len(topics))
-	for i, t := range topics {
-		k := d.keys(t)
-		cmds[i] = pipe.EvalSha(ctx, sCount.sha, []string{k.due, k.lease, k.dead})
+	todo := make([]int, len(topics)) // indexes of topics still to count
+	for i := range todo {
+		todo[i] = i
 	}
-	if _, err := bounded(d, ctx, pipe.Exec); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
-	}
-	for i, c := range cmds {
-		if err := c.Err(); err != nil {
-			if !redis.HasErrorPrefix(err, "NOSCRIPT") {
-				return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
-			}
-			n, err := d.Count(ctx, topics[i])
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-			continue
+	for attempt := 0; len(todo) > 0; attempt++ {
+		pipe := d.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			k := d.keys(topics[i])
+			cmds[j] = pipe.EvalSha(ctx, sCount.sha, []string{k.due, k.lease, k.dead})
 		}
-		a, err := replyArray(c.Val())
-		if err != nil || len(a) != 3 {
-			return nil, errReply
+		if _, err := bounded(d, ctx, pipe.Exec); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
 		}
-		all, leased := replyInt(a[0]), replyInt(a[1])
-		out[i] = ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[2])}
+		var again []int
+		loaded := false
+		for j, c := range cmds {
+			i := todo[j]
+			if err := c.Err(); err != nil {
+				if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+					return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+				}
+				if attempt > 0 || !loaded {
+					// Count runs EVAL, which loads the script on the node:
+					// the first topic that found it missing is counted so,
+					// and the others are asked again in one pipeline (then
+					// one by one: a Cluster's other nodes).
+					n, err := d.Count(ctx, topics[i])
+					if err != nil {
+						return nil, err
+					}
+					out[i] = n
+					loaded = true
+					continue
+				}
+				again = append(again, i)
+				continue
+			}
+			a, err := replyArray(c.Val())
+			if err != nil || len(a) != 3 {
+				return nil, errReply
+			}
+			all, leased := replyInt(a[0]), replyInt(a[1])
+			out[i] = ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[2])}
+		}
+		todo = again
 	}
 	return out, nil
 }

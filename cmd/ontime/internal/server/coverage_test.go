@@ -65,6 +65,7 @@ func init() {
 		"POST /v1/topics/{topic}/timers/{id}/fire 500",
 		"GET /v1/topics/{topic}/timeline 500",
 		"GET /v1/topics 500",
+		"GET /v1/topics/{topic} 500",
 		"GET /v1/topics/{topic}/watch 500",
 		"GET /v1/topics/{topic}/dead 500",
 		"POST /v1/topics/{topic}/dead:replay 500",

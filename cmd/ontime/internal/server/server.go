@@ -191,6 +191,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
 		{"GET", "/v1/topics/{topic}/timeline", RoleRead, s.timeline},
 		{"GET", "/v1/topics", RoleRead, s.listTopics},
+		{"GET", "/v1/topics/{topic}", RoleRead, s.getTopic},
 		{"GET", "/v1/topics/{topic}/watch", RoleRead, s.watch},
 		{"GET", "/v1/topics/{topic}/dead", RoleRead, s.listDead},
 		{"POST", "/v1/topics/{topic}/dead:replay", RoleAdmin, s.replayDead},

@@ -69,6 +69,40 @@ type Timer struct {
 	ContentType   string            `json:"content_type,omitempty"`
 	Body          json.RawMessage   `json:"body,omitempty"`
 	BodyBase64    *string           `json:"body_base64,omitempty"`
+	BodyCut
+}
+
+// BodyCut stands for a body a list cut (the body_limit parameter): its
+// first bytes and its whole size, in place of body and body_base64.
+type BodyCut struct {
+	// BodyPreview is the body's first bytes (at most body_limit): text and
+	// JSON as text, cut at a character boundary; other bytes as "base64:"
+	// and their base64.
+	BodyPreview *string `json:"body_preview,omitempty"`
+	// BodySize is the whole body's size in bytes.
+	BodySize int `json:"body_size,omitempty"`
+	// BodyTruncated is true when the body was cut.
+	BodyTruncated bool `json:"body_truncated,omitempty"`
+}
+
+// CutBody cuts a body longer than limit bytes (limit > 0) for a list:
+// it returns the BodyCut and true, or false when the body fits.
+func CutBody(contentType string, body []byte, limit int) (BodyCut, bool) {
+	if limit <= 0 || len(body) <= limit {
+		return BodyCut{}, false
+	}
+	head := body[:limit]
+	var p string
+	switch mt := mediaType(contentType); {
+	case (mt == ContentTypeText || mt == ContentTypeJSON) && utf8.Valid(body):
+		for len(head) > 0 && !utf8.Valid(head) { // cut at a character boundary
+			head = head[:len(head)-1]
+		}
+		p = string(head)
+	default:
+		p = "base64:" + base64.StdEncoding.EncodeToString(head[:limit/4*3])
+	}
+	return BodyCut{BodyPreview: &p, BodySize: len(body), BodyTruncated: true}, true
 }
 
 // TimerPage is a page of timers ordered by due time.
@@ -136,6 +170,7 @@ type DeadLetter struct {
 	ContentType   string            `json:"content_type,omitempty"`
 	Body          json.RawMessage   `json:"body,omitempty"`
 	BodyBase64    *string           `json:"body_base64,omitempty"`
+	BodyCut
 }
 
 // DeadPage is a page of dead letters, oldest death first.
