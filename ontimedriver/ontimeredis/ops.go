@@ -595,6 +595,9 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 		}
 		return out, nil
 	}
+	if d.idx == idxScripts {
+		return d.countTopicsScript(ctx, topics, out)
+	}
 	todo := make([]int, len(topics)) // indexes of topics still to count
 	for i := range todo {
 		todo[i] = i
@@ -643,6 +646,59 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 		todo = again
 	}
 	return out, nil
+}
+
+// countTopicsBatch is the number of topics one count_topics.lua call
+// counts.
+const countTopicsBatch = 500
+
+// countTopicsScript is CountTopics on one Redis: count_topics.lua per
+// batch of topics, every batch in one pipeline. The script is loaded first
+// (one EVAL of the first batch) when Redis does not know it.
+func (d *Driver) countTopicsScript(ctx context.Context, topics []string, out []ontimedriver.Counts) ([]ontimedriver.Counts, error) {
+	read := func(start int, res any) error {
+		a, err := replyArray(res)
+		if err != nil || len(a) != 3*min(countTopicsBatch, len(topics)-start) {
+			return errReply
+		}
+		for j := 0; j < len(a); j += 3 {
+			all, leased := replyInt(a[j]), replyInt(a[j+1])
+			out[start+j/3] = ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[j+2])}
+		}
+		return nil
+	}
+	keysOf := func(start int) []string {
+		batch := topics[start:min(start+countTopicsBatch, len(topics))]
+		ks := make([]string, 0, 3*len(batch))
+		for _, t := range batch {
+			k := d.keys(t)
+			ks = append(ks, k.due, k.lease, k.dead)
+		}
+		return ks
+	}
+	for loaded := false; ; loaded = true {
+		pipe := d.rdb.Pipeline()
+		var cmds []*redis.Cmd
+		for start := 0; start < len(topics); start += countTopicsBatch {
+			cmds = append(cmds, pipe.EvalSha(ctx, sCountTop.sha, keysOf(start)))
+		}
+		_, err := bounded(d, ctx, pipe.Exec)
+		if err == nil {
+			for b, c := range cmds {
+				if err := read(b*countTopicsBatch, c.Val()); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") || loaded {
+			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+		}
+		// EVAL runs the script and leaves it in Redis's cache.
+		if _, err := d.eval(ctx, sCountTop, keysOf(0)); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (d *Driver) deadEnabled() bool { return !d.compat || d.opt.CompatDeadLetters }

@@ -47,6 +47,7 @@ var (
 	sPage     = mustScript("page")
 	sCount    = mustScript("count")
 	sPrune    = mustScript("prune")
+	sCountTop = mustScript("count_topics")
 	sReplay   = mustScript("replay", "common")
 	sPurge    = mustScript("purge")
 	sCountDue = mustScript("count_due")
