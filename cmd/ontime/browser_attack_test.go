@@ -179,3 +179,112 @@ Promise.all(steps.map(([m, p, b]) => fetch(p, {method: m, body: b, headers: b ? 
 		chromedp.SendKeys(chromedp.CSS(`#confirm-typed`), "refunds"), chromedp.Click(chromedp.CSS(`#confirm-ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`#no-dead`)))
 }
+
+// TestDashboardHostileData: stored strings a person would misread are
+// shown escaped, as the CLI prints them on a terminal: a timer id with a
+// right-to-left override ("invoice-\u202egpj.exe" reads
+// "invoice-exe.jpg"), a body and a header with invisible and
+// bidirectional characters, in the list, the timer's page, the cancel
+// dialog and the dead letters' dialog; no such character reaches the
+// page's text. A topic of 50 bodies of 1 MiB loads the first KiB of each
+// (the list's answer stays small) and a link loads the whole body of one.
+// Not parallel, as TestDashboardBrowser.
+func TestDashboardHostileData(t *testing.T) {
+	hook := newDashboardHook(t, 1<<30)
+	cfg := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[topics.bills]
+target = { type = "log" }
+[topics.dead-bills]
+retry = { max_attempts = 1 }
+target = { type = "http", url = %q, secret = "s", timeout = "5s" }
+`, hook.URL)), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, nil, "--config", cfg, "--data-dir", t.TempDir())
+	a := newAPI(t, s)
+	const id = "invoice-\u202egpj.exe"
+	const shown = `invoice-\u202egpj.exe`
+	a.must(201, "POST", "/v1/topics/bills/timers", map[string]any{"id": id, "delay": "1h",
+		"body": "pay\u200b now \u2066ok\u2069\nline 2\x1b[31m", "headers": map[string]string{"x-note": "a\u202eb"}, "correlation_id": "c\u2028d"})
+	a.must(201, "POST", "/v1/topics/dead-bills/timers", map[string]any{"id": id, "body": "x", "delay": "0s"})
+	big := strings.Repeat("b", 1<<20)
+	for i := range 50 {
+		a.must(201, "POST", "/v1/topics/big/timers", map[string]any{"id": fmt.Sprintf("big-%02d", i), "body": big, "delay": "1h"})
+	}
+	waitAPI(t, 15*time.Second, "a dead letter", func() bool {
+		var p wire.DeadPage
+		a.must(200, "GET", "/v1/topics/dead-bills/dead", nil).decode(t, &p)
+		return len(p.Dead) == 1
+	})
+
+	b := newBrowser(t)
+	noRaw := func(where string) {
+		t.Helper()
+		text := evalJS[string](b, "document.body.innerText")
+		for _, c := range []string{"\u202e", "\u2066", "\u2069", "\u200b", "\u2028", "\x1b"} {
+			if strings.Contains(text, c) {
+				t.Errorf("%s: the page shows %U raw", where, []rune(c)[0])
+			}
+		}
+	}
+	b.run("open the topic", 30*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/bills"), chromedp.WaitVisible(chromedp.CSS(`#timers td.id`)))
+	if got := b.text(`#timers td.id`); got != shown {
+		t.Errorf("list id: %q, want %q", got, shown)
+	}
+	if got := b.text(`#timers td.ellipsis`); got != `pay\u200b now \u2066ok\u2069\nline 2\x1b[31m` {
+		t.Errorf("list body: %q", got)
+	}
+	noRaw("the topic's list")
+	b.shot("hostile-list")
+	b.run("open the timer", 30*time.Second, chromedp.Click(chromedp.CSS(`#timers td.id a`)), chromedp.WaitVisible(chromedp.CSS(`#cancel`)))
+	if got := b.text(`#timer-id`); !strings.HasPrefix(got, shown) {
+		t.Errorf("timer page title: %q", got)
+	}
+	if got := evalJS[string](b, `document.getElementById('body').textContent`); got != "pay\\u200b now \\u2066ok\\u2069\nline 2\\x1b[31m" {
+		t.Errorf("timer body: %q", got)
+	}
+	if got := b.text(`#headers`); got != `x-note: a\u202eb` {
+		t.Errorf("headers: %q", got)
+	}
+	if got := b.text(`#correlation-id`); got != `c\u2028d` {
+		t.Errorf("correlation id: %q", got)
+	}
+	noRaw("the timer's page")
+	b.run("the cancel dialog", 10*time.Second, chromedp.Click(chromedp.CSS(`#cancel`)), chromedp.WaitVisible(chromedp.CSS(`#confirm-ok`)))
+	if got := b.text(`#confirm-body code`); got != shown {
+		t.Errorf("cancel dialog: %q, want %q", got, shown)
+	}
+	noRaw("the cancel dialog")
+	b.shot("hostile-cancel")
+	b.run("dismiss", 10*time.Second, chromedp.Click(chromedp.CSS(`#confirm-cancel`)), chromedp.WaitNotVisible(chromedp.CSS(`#confirm`)))
+
+	b.run("open the dead letters", 30*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/dead-bills/dead"),
+		chromedp.WaitVisible(chromedp.CSS(`#dead td.id`)))
+	if got := b.text(`#dead td.id`); got != shown {
+		t.Errorf("dead letter id: %q", got)
+	}
+	b.run("select and purge", 10*time.Second, chromedp.Click(chromedp.CSS(`#dead input[type=checkbox]:not(#select-all)`)),
+		chromedp.Click(chromedp.CSS(`#purge`)), chromedp.WaitVisible(chromedp.CSS(`#confirm-ok`)))
+	if got := b.text(`#confirm-ids`); got != shown {
+		t.Errorf("purge dialog: %q, want %q", got, shown)
+	}
+	noRaw("the purge dialog")
+	b.run("dismiss the purge", 10*time.Second, chromedp.Click(chromedp.CSS(`#confirm-cancel`)), chromedp.WaitNotVisible(chromedp.CSS(`#confirm`)))
+
+	// 50 bodies of 1 MiB: the list loads 1 KiB of each.
+	b.run("open the big topic", 60*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/big"), chromedp.WaitVisible(chromedp.CSS(`#timers tr[data-id="big-49"]`)))
+	size := evalJS[int](b, `Math.max(...performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/topics/big/timers?')).map((e) => e.decodedBodySize))`)
+	if size <= 0 || size > 200<<10 {
+		t.Errorf("the list of 50 timers of 1 MiB: %d bytes, want under 200 KiB", size)
+	}
+	if got := b.text(`#timers tr[data-id="big-07"] a.whole`); got != "whole body (1.0 MiB)" {
+		t.Errorf("the link to the whole body: %q", got)
+	}
+	b.run("load one whole body", 60*time.Second, chromedp.Click(chromedp.CSS(`#timers tr[data-id="big-07"] a.whole`)), chromedp.WaitVisible(chromedp.CSS(`#body`)))
+	if n := evalJS[int](b, `document.getElementById('body').textContent.length`); n != 1<<20 {
+		t.Errorf("the whole body: %d characters, want %d", n, 1<<20)
+	}
+	b.shot("whole-body")
+}
