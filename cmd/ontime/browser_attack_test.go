@@ -20,6 +20,24 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
+// serveDeadEnds runs `ontime serve` on the embedded store with topic
+// deadEnd delivered to a webhook that always fails, once: its timers
+// become dead letters at once.
+func serveDeadEnds(t *testing.T, deadEnd string) *srv {
+	t.Helper()
+	hook := newDashboardHook(t, 1<<30)
+	cfg := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[topics.%s]
+retry = { max_attempts = 1 }
+target = { type = "http", url = %q, secret = "s", timeout = "5s" }
+`, deadEnd, hook.URL)), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, nil, "--config", cfg, "--data-dir", t.TempDir())
+}
+
 // storeView is what the attack test compares before and after: every
 // topic's counts, timer x of topic "t2" and the message count.
 func storeView(t *testing.T, a *api) string {
@@ -47,17 +65,7 @@ func storeView(t *testing.T, a *api) string {
 // from the dashboard itself still work.
 // Not parallel, as TestDashboardBrowser.
 func TestBrowserAttacks(t *testing.T) {
-	hook := newDashboardHook(t, 1<<30)
-	cfg := filepath.Join(t.TempDir(), "ontime.toml")
-	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-[topics.refunds]
-retry = { max_attempts = 1 }
-target = { type = "http", url = %q, secret = "s", timeout = "5s" }
-`, hook.URL)), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := serve(t, nil, "--config", cfg, "--data-dir", t.TempDir())
+	s := serveDeadEnds(t, "refunds")
 	a := newAPI(t, s)
 	a.must(201, "POST", "/v1/topics/refunds/timers", map[string]any{"id": "ref-1", "body": "refund", "delay": "0s"})
 	a.must(201, "POST", "/v1/topics/refunds/timers", map[string]any{"id": "ref-2", "body": "refund", "delay": "0s"})
@@ -190,19 +198,7 @@ Promise.all(steps.map(([m, p, b]) => fetch(p, {method: m, body: b, headers: b ? 
 // (the list's answer stays small) and a link loads the whole body of one.
 // Not parallel, as TestDashboardBrowser.
 func TestDashboardHostileData(t *testing.T) {
-	hook := newDashboardHook(t, 1<<30)
-	cfg := filepath.Join(t.TempDir(), "ontime.toml")
-	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
-[topics.bills]
-target = { type = "log" }
-[topics.dead-bills]
-retry = { max_attempts = 1 }
-target = { type = "http", url = %q, secret = "s", timeout = "5s" }
-`, hook.URL)), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := serve(t, nil, "--config", cfg, "--data-dir", t.TempDir())
+	s := serveDeadEnds(t, "dead-bills")
 	a := newAPI(t, s)
 	const id = "invoice-\u202egpj.exe"
 	const shown = `invoice-\u202egpj.exe`

@@ -12,6 +12,16 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 )
 
+// writeFile writes text to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // loadFor parses serve's flags and loads the configuration as serve would.
 func loadFor(t *testing.T, vars map[string]string, args ...string) (*config.Config, error) {
 	t.Helper()
@@ -120,13 +130,7 @@ allowed_hosts = ["ontime.example.com", "*.corp.test"]
 // " , ", a blank entry, flags, and the file's lists.
 func TestServeBlankTokens(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	for _, c := range []struct {
 		name string
 		env  map[string]string
@@ -202,13 +206,7 @@ func TestServeTopicsConfig(t *testing.T) {
 
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	for _, c := range []struct {
 		name string
 		env  map[string]string

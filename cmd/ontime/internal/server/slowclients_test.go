@@ -71,6 +71,20 @@ func (c *rawConn) write(s string) error {
 	return err
 }
 
+// trickle sends a byte of body every 50 ms until stop is closed or the
+// connection fails.
+func (c *rawConn) trickle(stop <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for c.write(" ") == nil {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // answer reads one response within answerBound and returns it with its
 // body and error code; key, the operation's coverage key ("POST
 // /v1/topics/{topic}/timers"), records the status as seen.
@@ -143,19 +157,7 @@ func TestSlowBodies(t *testing.T) {
 			// A declared 100 KB body at one byte per 50 ms: 83 minutes.
 			c.head("POST", p.path, 100_000)
 			conns = append(conns, slow{c, p.path, p.key})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tick := time.NewTicker(50 * time.Millisecond)
-				defer tick.Stop()
-				for c.write(" ") == nil {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			wg.Go(func() { c.trickle(stop) })
 		}
 	}
 	for _, s := range conns {
@@ -381,19 +383,7 @@ func TestSlowSendersDoNotStarve(t *testing.T) {
 		c.head("POST", "/v1/topics/t/timers:batch", limit, "Expect: 100-continue")
 		c.continued()
 		slow = append(slow, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for c.write(" ") == nil {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-			}
-		}()
+		wg.Go(func() { c.trickle(stop) })
 	}
 	var pub sync.WaitGroup
 	codes := make([]int, 20)
