@@ -89,14 +89,15 @@ func (s *Server) authenticate(r *http.Request) (role Role, ok bool) {
 // ::1) when it connected over loopback, and Options.AllowedHosts (names,
 // "*.example.com" for any subdomain, "*" for any host). The port is not
 // compared. A request that did not come over a network connection (the
-// CLI's in-process --redis mode) has no address to compare and passes.
+// CLI's in-process --redis mode) has no address to compare and passes, and
+// so does one without a Host (HTTP/1.0 probes): browsers always send it.
 func (s *Server) checkHost(r *http.Request) *apiError {
 	if s.anyHost {
 		return nil
 	}
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return nil
+	if !ok || r.Host == "" {
+		return nil // not over the network, or an HTTP/1.0 probe without Host: no browser sends either
 	}
 	host := hostOnly(r.Host)
 	if s.hostAllowed(host, local) {

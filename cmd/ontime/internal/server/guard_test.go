@@ -98,6 +98,15 @@ func TestHostCheck(t *testing.T) {
 		e.want(e.do("GET", "/v1/topics/t/timers/x", nil, "Host", host), 200, "")
 	}
 
+	// An HTTP/1.0 probe without Host (no browser sends one) passes.
+	c := dialRaw(t, e)
+	if err := c.write("GET /healthz HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := c.answer("GET /healthz"); resp.StatusCode != 200 {
+		t.Errorf("HTTP/1.0 without Host: %d", resp.StatusCode)
+	}
+
 	t.Run("allowed_hosts", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, envOpts{noWorkers: true, allowedHosts: []string{"ontime.example.com", "*.corp.test"}})
