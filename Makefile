@@ -13,8 +13,9 @@ test: deps lint race
 
 ## deps: what the tests need from Debian's packages when it is missing: redis-server (tests start their own on
 ## a free port), kcat (librdkafka's client, an independent check of the Kafka republisher) and chromium (the
-## dashboard's browser tests drive it headless; nothing downloads a browser).
-DEBIAN_DEPS := redis-server:redis-server kcat:kcat chromium:chromium
+## dashboard's browser tests drive it headless; nothing downloads a browser), curl (the README's curl -d, checked
+## against the server's cross-origin rules).
+DEBIAN_DEPS := redis-server:redis-server kcat:kcat chromium:chromium curl:curl
 deps:
 	@missing=""; for d in $(DEBIAN_DEPS); do cmd=$${d%%:*}; pkg=$${d##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \

@@ -102,6 +102,10 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 // Driver returns the store the Client was built on.
 func (c *Client) Driver() ontimedriver.Driver { return c.orig }
 
+// Prefix returns Config.Prefix: the start of the full topic (the name the
+// Driver sees) of every topic this Client names.
+func (c *Client) Prefix() string { return c.prefix }
+
 // fullTopic applies the client prefix and validates the result.
 func (c *Client) fullTopic(topic string) (string, error) {
 	if topic == "" {

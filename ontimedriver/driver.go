@@ -394,6 +394,22 @@ type SlowClaims interface {
 	SlowClaims() bool
 }
 
+// TopicCounter is implemented by drivers that count the timers of many
+// topics in one call (Redis: one pipeline, one round trip; the embedded
+// store: one read transaction), so that listing thousands of topics with
+// their counts (the server's GET /v1/topics and /v1/stats, a dashboard's
+// refresh) costs the same few round trips whatever the number of topics.
+// A caller without it calls Count per topic.
+//
+// A driver that wraps another (to observe or decorate its calls) should
+// forward it, or its callers fall back to one Count per topic.
+type TopicCounter interface {
+	// CountTopics returns the counts of each of topics, in order, each as
+	// Count returns it (a topic that holds nothing counts zero). Topics
+	// are valid full topics; duplicates are allowed.
+	CountTopics(ctx context.Context, topics []string) ([]Counts, error)
+}
+
 // TopicIndex is implemented by drivers that keep a store-wide index of
 // topics by the instant their next timer becomes claimable, so that one
 // worker loop can serve thousands of topics (all of them, or a pattern)

@@ -23,6 +23,9 @@
 // A service may have thousands of topics, so the number of label values is
 // capped: the first [Options].MaxTopics topics seen (default 100) get their
 // own label and every later one is counted under [OtherTopic], "(other)".
+// The topics a service names in [Options].Topics get their labels first,
+// at [New], and keep them, whatever junk topics arrive before their first
+// event.
 // [Options].TopicLabel maps topics to groups, or with [AllowTopics] gives
 // labels only to the topics named. Each label value costs about 60 series.
 //

@@ -44,6 +44,11 @@ type Options struct {
 	// negative means no cap (only for a service whose topics are few
 	// and known).
 	MaxTopics int
+	// Topics get their own label (their TopicLabel) from New on, before
+	// any event, and keep it whatever other topics arrive: the topics a
+	// service configures, which junk topics published first must not
+	// push under [OtherTopic]. They do not count against MaxTopics.
+	Topics []string
 	// TopicLabel maps a full topic (Client prefix included) to its label
 	// value, to group topics (one label per tenant group rather than per
 	// tenant, say) or to allow only some (see [AllowTopics]). "" means
@@ -82,6 +87,7 @@ func AllowTopics(topics ...string) func(topic string) string {
 // Its methods are safe for concurrent use.
 type Metrics struct {
 	maxTopics int
+	reserved  int // the labels of Options.Topics, handed out by New
 	labelFn   func(string) string
 
 	published, publishFailed, fired, early *prometheus.CounterVec
@@ -221,6 +227,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 			return nil, fmt.Errorf("ontimeprom: registering the metrics: %w", err)
 		}
 	}
+	m.reserve(o.Topics)
 	return m, nil
 }
 
@@ -238,10 +245,29 @@ func (m *Metrics) labelLocked(topic string) string {
 	if _, ok := m.labels[l]; ok {
 		return l
 	}
-	if m.maxTopics > 0 && len(m.labels) >= m.maxTopics {
+	if m.maxTopics > 0 && len(m.labels)-m.reserved >= m.maxTopics {
 		return OtherTopic
 	}
 	return l
+}
+
+// reserve hands out the labels of Options.Topics.
+func (m *Metrics) reserve(topics []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, topic := range topics {
+		l := topic
+		if m.labelFn != nil {
+			l = m.labelFn(topic)
+		}
+		if l == "" || l == OtherTopic {
+			continue
+		}
+		if _, ok := m.labels[l]; !ok {
+			m.labels[l] = m.newTopic(l)
+			m.reserved++
+		}
+	}
 }
 
 // topic returns the metrics of a full topic.

@@ -384,6 +384,39 @@ func TestTopicCap(t *testing.T) {
 	}
 }
 
+// TestReservedTopics: the topics of Options.Topics have their labels from
+// New on (every series at 0) and keep them after 5,000 other topics were
+// published first; those others share MaxTopics labels and "(other)".
+func TestReservedTopics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := ontimeprom.New(reg, &ontimeprom.Options{MaxTopics: 2, Topics: []string{"billing", "orders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, reg, "ontime_published_total", "topic", "billing"); got != 0 {
+		t.Errorf("billing before any event: %v, want a series at 0", got)
+	}
+	publish := func(topic string) {
+		m.AfterPublish(context.Background(), &ontime.PublishEvent{
+			Topic: topic, Timers: []ontime.Timer{{ID: "x"}}, Results: []ontime.PublishResult{{ID: "x"}},
+		})
+	}
+	for i := range 5000 {
+		publish(fmt.Sprintf("junk-%d", i))
+	}
+	publish("billing")
+	m.DeliveryStart(context.Background(), &ontime.Delivery{Topic: "orders"})
+	for topic, want := range map[string]float64{"billing": 1, "orders": 0, "junk-0": 1, "junk-1": 1, "junk-2": -1, ontimeprom.OtherTopic: 4998} {
+		if got := value(t, reg, "ontime_published_total", "topic", topic); got != want {
+			t.Errorf("published{topic=%q} = %v, want %v", topic, got, want)
+		}
+	}
+	if got := value(t, reg, "ontime_fired_total", "topic", "orders"); got != 1 {
+		t.Errorf("fired{topic=orders} = %v, want 1", got)
+	}
+}
+
 // TestSamplerCap: the sampler sums the topics past the cap under
 // "(other)", skips empty topics and can be limited to named topics.
 func TestSamplerCap(t *testing.T) {

@@ -57,7 +57,7 @@ type browser struct {
 // newBrowser starts Chromium with a fresh profile. The test's cleanup
 // closes it and kills any of its processes left (by pid, found through the
 // profile directory on their command line), even when the test failed.
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t *testing.T, flags ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	profile := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
@@ -76,6 +76,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 	}
+	opts = append(opts, flags...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithErrorf(t.Logf))
 	b := &browser{t: t, ctx: ctx, artifacts: artifactsDir(t)}

@@ -844,8 +844,9 @@ func testWatchReconnect(t *testing.T, b *backend) {
 }
 
 // testRedisDown runs a server on a redis-server of its own and stops that
-// redis-server: /readyz answers 503 store_unavailable (and /healthz still
-// 200), the API answers 503, the CLI exits 5, and the server keeps running.
+// redis-server: /readyz answers 503 {"status":"unavailable"} with a
+// request id (and /healthz still 200), the API answers 503, the CLI exits
+// 5, and the server keeps running.
 func testRedisDown(t *testing.T) {
 	rs := redistest.StartServer(t)
 	s := serve(t, nil, "--redis", rs.URL(), "--log-format", "json")
@@ -854,8 +855,8 @@ func testRedisDown(t *testing.T) {
 	mustCLI(t, s, nil, "schedule", "t", "x", "--in", "1h")
 
 	rs.Stop()
-	if r := a.must(503, "GET", "/readyz", nil); r.code() != "store_unavailable" {
-		t.Errorf("/readyz with Redis down: %s", r.body)
+	if r := a.must(503, "GET", "/readyz", nil); !strings.HasPrefix(string(r.body), `{"status":"unavailable","request_id":"`) || strings.Contains(string(r.body), rs.Addr) {
+		t.Errorf("/readyz with Redis down: %s; want unavailable and a request id, not the store's error", r.body)
 	}
 	a.must(200, "GET", "/healthz", nil)
 	if r := a.must(503, "POST", "/v1/topics/t/timers", map[string]any{"delay": "1s"}); r.code() != "store_unavailable" {

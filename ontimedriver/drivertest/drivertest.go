@@ -16,7 +16,9 @@
 //
 // Drivers that implement [ontimedriver.TopicIndex] are checked by the
 // "TopicIndex" group of Run (skipped, with a message, when TopicIndexed
-// reports false); [RunTopicIndex] runs that group alone.
+// reports false); [RunTopicIndex] runs that group alone. Drivers that
+// implement [ontimedriver.TopicCounter] are checked by the "TopicCounter"
+// group (skipped, with a message, for the others).
 //
 // [RunLibrary] is the second suite, run with the same [Harness]: it drives
 // the store through the public API of package ontime (Client and Workers)
@@ -146,6 +148,7 @@ func groups() []group {
 		{"Dead", deadCases()},
 		{"Subscribe", subscribeCases()},
 		{"TopicIndex", topicIndexCases()},
+		{"TopicCounter", topicCounterCases()},
 		{"Misc", miscCases()},
 	}
 }

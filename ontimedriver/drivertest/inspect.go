@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
@@ -34,6 +36,7 @@ func countCases() []testCase {
 func topicsCases() []testCase {
 	return []testCase{
 		{"Listed", testTopicsListed},
+		{"Relisted", testTopicsRelisted},
 	}
 }
 
@@ -297,4 +300,59 @@ func testTopicsListed(e *env) {
 	}
 	slices.Sort(want)
 	e.wantIDs("Topics", e.topics(), want)
+}
+
+// testTopicsRelisted: a topic that emptied out and was left out of Topics
+// (a store may then forget it: the Redis registry prunes it) is listed
+// again once it holds a timer, also when other Topics calls run while
+// timers are written and cancelled: once the writes returned and the
+// Topics calls running meanwhile ended, every topic that holds a timer is
+// listed.
+func testTopicsRelisted(e *env) {
+	const n = 16
+	name := func(i int) string { return fmt.Sprintf("tr.%02d", i) }
+	want := make([]string, n)
+	for i := range n {
+		want[i] = name(i)
+		e.put(name(i), dueIn("x", time.Hour, "x"))
+		e.wantErr("cancel", e.d.Cancel(e.ctx, name(i), "x"), nil)
+	}
+	if got := e.topics(); len(got) != 0 {
+		e.t.Errorf("Topics after every topic emptied: %q", got)
+	}
+	stop := make(chan struct{})
+	var calls atomic.Int64 // Topics calls ended
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := e.peer().Topics(e.ctx); err != nil {
+				e.t.Errorf("Topics: %v", err)
+				return
+			}
+			calls.Add(1)
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	for round := range 10 {
+		for i := range n {
+			e.put(name(i), dueIn("x", time.Hour, "x"))
+		}
+		// The call running during the writes has ended, and a whole one
+		// after them.
+		c0 := calls.Load()
+		WaitFor(e.t, waitTimeout, func() bool { return calls.Load() >= c0+2 }, "two more Topics calls")
+		got := e.topics()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			e.t.Fatalf("round %d: Topics = %q after every topic got a timer, want all %d", round, got, n)
+		}
+		for i := range n {
+			e.wantErr("cancel", e.d.Cancel(e.ctx, name(i), "x"), nil)
+		}
+	}
 }

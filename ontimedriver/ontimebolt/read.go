@@ -139,21 +139,53 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 	}
 	var counts ontimedriver.Counts
 	err := d.view(func(tx *bbolt.Tx) error {
-		counts = ontimedriver.Counts{}
-		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
-			return err
-		}
-		c := tb.leases.Cursor()
-		for k, _ := c.Seek(tsKey(nowUs + 1)); k != nil; k, _ = c.Next() {
-			counts.Leased++
-		}
-		counts.Scheduled = max(tb.counter(keyCount)-counts.Leased, 0)
-		counts.Dead = tb.counter(keyDeadCount)
-		return nil
+		var err error
+		counts, err = d.countIn(tx, topic, floorMicros(time.Now()))
+		return err
 	})
 	return counts, err
+}
+
+// countIn counts a topic's timers in tx, leases live after nowUs.
+func (d *Driver) countIn(tx *bbolt.Tx, topic string, nowUs int64) (ontimedriver.Counts, error) {
+	var counts ontimedriver.Counts
+	tb, err := lookupTopic(tx, d.path, topic)
+	if err != nil || tb == nil {
+		return counts, err
+	}
+	c := tb.leases.Cursor()
+	for k, _ := c.Seek(tsKey(nowUs + 1)); k != nil; k, _ = c.Next() {
+		counts.Leased++
+	}
+	counts.Scheduled = max(tb.counter(keyCount)-counts.Leased, 0)
+	counts.Dead = tb.counter(keyDeadCount)
+	return counts, nil
+}
+
+var _ ontimedriver.TopicCounter = (*Driver)(nil)
+
+// CountTopics counts the timers of each of topics in one read
+// transaction. See ontimedriver.TopicCounter.
+func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriver.Counts, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]ontimedriver.Counts, len(topics))
+	err := d.view(func(tx *bbolt.Tx) error {
+		nowUs := floorMicros(time.Now())
+		for i, t := range topics {
+			c, err := d.countIn(tx, t, nowUs)
+			if err != nil {
+				return err
+			}
+			out[i] = c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Topics lists the topics holding at least one timer or dead letter. See

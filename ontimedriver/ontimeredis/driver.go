@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,10 +40,6 @@ type Driver struct {
 	// Cluster, where the index lives in another slot).
 	idx idxMode
 
-	// registered remembers the topics this Driver has added to the topic
-	// registry (native layout), so a publish adds it once per process.
-	registered sync.Map
-
 	hub hub
 	// pool runs the calls bounded cannot run on the caller's goroutine.
 	pool callPool
@@ -53,6 +48,7 @@ type Driver struct {
 var _ ontimedriver.Driver = (*Driver)(nil)
 var _ ontimedriver.LegacyPayloads = (*Driver)(nil)
 var _ ontimedriver.TopicIndex = (*Driver)(nil)
+var _ ontimedriver.TopicCounter = (*Driver)(nil)
 
 // New returns a Driver on rdb. The caller owns rdb: Close does not close
 // it. New does not contact Redis; Ping does.
@@ -197,21 +193,37 @@ func (d *Driver) keys(topic string) keys {
 	}
 }
 
+// registryKey is the topic registry (native layout): a set of the topics
+// that hold keys, which Topics lists. schedule.lua adds a topic with its
+// first timer (one Redis), or the driver right after (a Cluster, where
+// the registry is in another slot); Topics removes the topics it finds
+// empty (prune), so it does not grow with topics that come and go.
 func (d *Driver) registryKey() string { return d.opt.Prefix + "topics" }
 
-// register adds topic to the topic registry once per process (native).
-func (d *Driver) register(ctx context.Context, topic string) error {
-	if d.compat {
-		return nil
+// withRegistry appends the registry to schedule.lua's keys when the script
+// writes it itself (one Redis, after the index key withIndex appends).
+func (d *Driver) withRegistry(ks []string) []string {
+	if d.idx == idxScripts {
+		return append(ks, d.registryKey())
 	}
-	if _, ok := d.registered.Load(topic); ok {
-		return nil
+	return ks
+}
+
+// registerAfter adds topic to the registry after a script wrote its keys,
+// where the script could not (a Redis Cluster, or a client the driver does
+// not know to be one Redis): in this order a prune that runs meanwhile
+// either sees the keys or is followed by this add (see pruneTopics). It
+// runs after the write succeeded, so it does not fail it: a lost add is
+// logged, and the topic is listed again after its next schedule.
+func (d *Driver) registerAfter(ctx context.Context, topic string) {
+	if d.compat || d.idx == idxScripts {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hintTimeout)
+	defer cancel()
 	if _, err := bounded(d, ctx, func(ctx context.Context) (int64, error) { return d.rdb.SAdd(ctx, d.registryKey(), topic).Result() }); err != nil {
-		return fmt.Errorf("ontimeredis: registering topic: %w", err)
+		d.log.Warn("ontimeredis: adding a topic to the registry failed; Topics lists it after its next schedule", "topic", topic, "error", err)
 	}
-	d.registered.Store(topic, true)
-	return nil
 }
 
 // ---- time ----
@@ -422,12 +434,76 @@ func (d *Driver) Topics(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("ontimeredis: topics: %w", err)
 	}
 	out := make([]string, 0, len(cands))
+	var empty []string
 	for i, t := range cands {
 		if cmds[i].Val() > 0 {
 			out = append(out, t)
+		} else {
+			empty = append(empty, t)
+		}
+	}
+	if len(empty) > 0 && !d.compat {
+		if err := d.pruneTopics(ctx, empty); err != nil {
+			// The list is right all the same; the next call prunes.
+			d.log.Warn("ontimeredis: pruning empty topics from the registry", "topics", len(empty), "error", err)
 		}
 	}
 	return out, nil
+}
+
+// pruneTopics removes topics that hold nothing from the registry. On one
+// Redis prune.lua checks and removes atomically, in batches. Elsewhere
+// (a Cluster: the registry and the topics are in other slots) each is
+// removed, then checked again and added back if a timer was written
+// meanwhile: a writer adds its topic after its script (registerAfter), so
+// either the check sees the timer or the add follows the removal.
+func (d *Driver) pruneTopics(ctx context.Context, topics []string) error {
+	reg := d.registryKey()
+	if d.idx == idxScripts {
+		for start := 0; start < len(topics); start += syncBatch {
+			batch := topics[start:min(start+syncBatch, len(topics))]
+			ks := make([]string, 0, 1+2*len(batch))
+			ks = append(ks, reg)
+			args := make([]any, len(batch))
+			for i, t := range batch {
+				k := d.keys(t)
+				ks = append(ks, k.due, k.dead)
+				args[i] = t
+			}
+			if _, err := d.eval(ctx, sPrune, ks, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	members := make([]any, len(topics))
+	for i, t := range topics {
+		members[i] = t
+	}
+	if _, err := bounded(d, ctx, func(ctx context.Context) (int64, error) { return d.rdb.SRem(ctx, reg, members...).Result() }); err != nil {
+		return err
+	}
+	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(topics))
+	for i, t := range topics {
+		k := d.keys(t)
+		cmds[i] = pipe.Exists(ctx, k.due, k.dead)
+	}
+	if _, err := bounded(d, ctx, pipe.Exec); err != nil {
+		return err
+	}
+	var back []any
+	for i, t := range topics {
+		if cmds[i].Val() > 0 {
+			back = append(back, t)
+		}
+	}
+	if len(back) > 0 {
+		if _, err := bounded(d, ctx, func(ctx context.Context) (int64, error) { return d.rdb.SAdd(ctx, reg, back...).Result() }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scanTopics finds compatible-layout topics by their key names.

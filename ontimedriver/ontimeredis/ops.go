@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -21,9 +23,6 @@ const maxErrorText = 1024
 func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	if len(timers) == 0 {
 		return nil, nil
-	}
-	if err := d.register(ctx, topic); err != nil {
-		return nil, err
 	}
 	k := d.keys(topic)
 	args := make([]any, 0, 3+3*len(timers))
@@ -62,7 +61,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		args = append(args, t.ID, due, t.Payload)
 	}
 	s := sSchedule
-	ks := d.withIndex([]string{k.due, k.msg, k.lease})
+	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease}))
 	extra := 2 // the clock and the index hint
 	if d.compat {
 		s = sCSchedule
@@ -80,6 +79,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	if extra > 0 {
 		d.hintAfter(ctx, topic, a[len(timers)], hintLower, a[len(timers)+1])
 	}
+	d.registerAfter(ctx, topic)
 	out := make([]ontimedriver.ScheduleResult, len(timers))
 	for i, v := range a[:len(timers)] {
 		n := replyInt(v)
@@ -559,6 +559,148 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 	return ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[2])}, nil
 }
 
+// CountTopics counts the timers of each of topics in one pipeline (one
+// round trip): the count script per topic (native), two ZCARDs per topic
+// (compatible layout). See ontimedriver.TopicCounter. A node that lost
+// the script (a restart, SCRIPT FLUSH) answers NOSCRIPT inside the
+// pipeline, where go-redis cannot fall back: those topics are counted
+// again one by one with Count, which loads it.
+func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriver.Counts, error) {
+	if d.closed.Load() {
+		return nil, errClosed
+	}
+	out := make([]ontimedriver.Counts, len(topics))
+	if len(topics) == 0 {
+		return out, nil
+	}
+	if d.compat {
+		pipe := d.rdb.Pipeline()
+		all := make([]*redis.IntCmd, len(topics))
+		dead := make([]*redis.IntCmd, len(topics))
+		for i, t := range topics {
+			k := d.keys(t)
+			all[i] = pipe.ZCard(ctx, k.due)
+			if d.opt.CompatDeadLetters {
+				dead[i] = pipe.ZCard(ctx, k.dead)
+			}
+		}
+		if _, err := bounded(d, ctx, pipe.Exec); err != nil {
+			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+		}
+		for i := range topics {
+			out[i].Scheduled = all[i].Val()
+			if dead[i] != nil {
+				out[i].Dead = dead[i].Val()
+			}
+		}
+		return out, nil
+	}
+	if d.idx == idxScripts {
+		return d.countTopicsScript(ctx, topics, out)
+	}
+	todo := make([]int, len(topics)) // indexes of topics still to count
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		pipe := d.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(todo))
+		for j, i := range todo {
+			k := d.keys(topics[i])
+			cmds[j] = pipe.EvalSha(ctx, sCount.sha, []string{k.due, k.lease, k.dead})
+		}
+		if _, err := bounded(d, ctx, pipe.Exec); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+		}
+		var again []int
+		loaded := false
+		for j, c := range cmds {
+			i := todo[j]
+			if err := c.Err(); err != nil {
+				if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+					return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+				}
+				if attempt > 0 || !loaded {
+					// Count runs EVAL, which loads the script on the node:
+					// the first topic that found it missing is counted so,
+					// and the others are asked again in one pipeline (then
+					// one by one: a Cluster's other nodes).
+					n, err := d.Count(ctx, topics[i])
+					if err != nil {
+						return nil, err
+					}
+					out[i] = n
+					loaded = true
+					continue
+				}
+				again = append(again, i)
+				continue
+			}
+			a, err := replyArray(c.Val())
+			if err != nil || len(a) != 3 {
+				return nil, errReply
+			}
+			all, leased := replyInt(a[0]), replyInt(a[1])
+			out[i] = ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[2])}
+		}
+		todo = again
+	}
+	return out, nil
+}
+
+// countTopicsBatch is the number of topics one count_topics.lua call
+// counts.
+const countTopicsBatch = 500
+
+// countTopicsScript is CountTopics on one Redis: count_topics.lua per
+// batch of topics, every batch in one pipeline. The script is loaded first
+// (one EVAL of the first batch) when Redis does not know it.
+func (d *Driver) countTopicsScript(ctx context.Context, topics []string, out []ontimedriver.Counts) ([]ontimedriver.Counts, error) {
+	read := func(start int, res any) error {
+		a, err := replyArray(res)
+		if err != nil || len(a) != 3*min(countTopicsBatch, len(topics)-start) {
+			return errReply
+		}
+		for j := 0; j < len(a); j += 3 {
+			all, leased := replyInt(a[j]), replyInt(a[j+1])
+			out[start+j/3] = ontimedriver.Counts{Scheduled: all - leased, Leased: leased, Dead: replyInt(a[j+2])}
+		}
+		return nil
+	}
+	keysOf := func(start int) []string {
+		batch := topics[start:min(start+countTopicsBatch, len(topics))]
+		ks := make([]string, 0, 3*len(batch))
+		for _, t := range batch {
+			k := d.keys(t)
+			ks = append(ks, k.due, k.lease, k.dead)
+		}
+		return ks
+	}
+	for loaded := false; ; loaded = true {
+		pipe := d.rdb.Pipeline()
+		var cmds []*redis.Cmd
+		for start := 0; start < len(topics); start += countTopicsBatch {
+			cmds = append(cmds, pipe.EvalSha(ctx, sCountTop.sha, keysOf(start)))
+		}
+		_, err := bounded(d, ctx, pipe.Exec)
+		if err == nil {
+			for b, c := range cmds {
+				if err := read(b*countTopicsBatch, c.Val()); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") || loaded {
+			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
+		}
+		// EVAL runs the script and leaves it in Redis's cache.
+		if _, err := d.eval(ctx, sCountTop, keysOf(0)); err != nil {
+			return nil, err
+		}
+	}
+}
+
 func (d *Driver) deadEnabled() bool { return !d.compat || d.opt.CompatDeadLetters }
 
 // ListDead pages a topic's dead letters, oldest death first.
@@ -631,9 +773,6 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 	}
 	if len(ids) == 0 {
 		return 0, nil
-	}
-	if err := d.register(ctx, topic); err != nil {
-		return 0, err
 	}
 	if d.compat {
 		return d.evalChunks(ctx, sCReplay, []string{k.due, k.msg, k.dead, k.dmsg}, []any{k.wake}, ids, countReply)

@@ -46,6 +46,8 @@ var (
 	sGet      = mustScript("get", "common")
 	sPage     = mustScript("page")
 	sCount    = mustScript("count")
+	sPrune    = mustScript("prune")
+	sCountTop = mustScript("count_topics")
 	sReplay   = mustScript("replay", "common")
 	sPurge    = mustScript("purge")
 	sCountDue = mustScript("count_due")

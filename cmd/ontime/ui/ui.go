@@ -133,9 +133,19 @@ func contentType(p string) string {
 // Options configure New.
 type Options struct {
 	// Tokens, when not empty, are the bearer tokens the API accepts (the
-	// page asks the user for one). Empty: no auth, so mount it only where
-	// every client may manage timers.
+	// page asks the user for one), with the admin role: they may do
+	// everything. Empty (and no ReadTokens or WriteTokens): no auth, so
+	// mount it only where every client may manage timers.
 	Tokens []string
+	// ReadTokens may only look; WriteTokens may also cancel and fire
+	// timers, but not replay or purge dead letters.
+	ReadTokens, WriteTokens []string
+	// AllowedHosts are the host names browsers reach your server by: the
+	// API refuses (421) a request whose Host header names none of them,
+	// nor the address the client connected to, nor localhost on a
+	// loopback connection, so that a DNS-rebinding page cannot use it.
+	// "*.example.com" allows every subdomain; "*" turns the check off.
+	AllowedHosts []string
 	// Activity, when set, is also in the Client's Config.Hooks: the topics
 	// page then shows each topic's last minute (deliveries by the
 	// Client's workers, their outcomes and lateness).
@@ -151,7 +161,13 @@ func New(client *ontime.Client, o *Options) http.Handler {
 	if o == nil {
 		o = &Options{}
 	}
-	so := server.Options{Client: client, Tokens: o.Tokens, Logger: o.Logger, StoreKind: storeKind(client)}
+	so := server.Options{Client: client, Tokens: o.Tokens, AllowedHosts: o.AllowedHosts, Logger: o.Logger, StoreKind: storeKind(client)}
+	for _, t := range o.ReadTokens {
+		so.RoleTokens = append(so.RoleTokens, server.Token{Secret: t, Role: server.RoleRead})
+	}
+	for _, t := range o.WriteTokens {
+		so.RoleTokens = append(so.RoleTokens, server.Token{Secret: t, Role: server.RoleWrite})
+	}
 	if o.Activity != nil {
 		so.Activity = o.Activity.r
 	}

@@ -1,6 +1,7 @@
 -- schedule.lua: write a batch of timers.
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] the
--- topic index (one Redis only; absent on a Redis Cluster)
+-- topic index and KEYS[5] the topic registry (one Redis only; absent on a
+-- Redis Cluster, where the driver adds the topic to the registry after)
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
 -- ARGV[3] topic
@@ -81,6 +82,12 @@ if m > 0 then
   batched('ZADD', KEYS[1], zadd)
   if redis.call('EXISTS', KEYS[3]) == 1 then
     batched('HDEL', KEYS[3], ids)
+  end
+  -- in the registry for as long as the topic has keys: Topics prunes an
+  -- empty topic atomically (prune.lua), so this write and that prune
+  -- cannot cross
+  if KEYS[5] then
+    redis.call('SADD', KEYS[5], ARGV[3])
   end
 end
 local low = ''

@@ -98,6 +98,7 @@ func BadInputs(maxBody int) []BadInput {
 		{"wrong method on a batch", "GET", "/v1/topics/t/timers:batch", "", 405, "method_not_allowed"},
 		{"wrong method on a timer", "POST", "/v1/topics/t/timers/x", `{"delay":"1s"}`, 405, "method_not_allowed"},
 		{"wrong method on topics", "POST", "/v1/topics", `{}`, 405, "method_not_allowed"},
+		{"wrong method on a topic", "DELETE", "/v1/topics/t", "", 405, "method_not_allowed"},
 		{"wrong method on watch", "POST", "/v1/topics/t/watch", `{}`, 405, "method_not_allowed"},
 		{"wrong method on dead", "DELETE", "/v1/topics/t/dead", "", 405, "method_not_allowed"},
 		{"wrong method on replay", "GET", "/v1/topics/t/dead:replay", "", 405, "method_not_allowed"},

@@ -8,8 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 )
+
+// writeFile writes text to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // loadFor parses serve's flags and loads the configuration as serve would.
 func loadFor(t *testing.T, vars map[string]string, args ...string) (*config.Config, error) {
@@ -69,12 +80,87 @@ tokens = ["file-token"]
 		t.Errorf("env over file: %+v", c)
 	}
 
-	c, err = loadFor(t, env, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--tokens", "")
+	c, err = loadFor(t, env, "--listen", "127.0.0.1:3333", "--data-dir", "/from/flag", "--tokens", "flag-token")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "127.0.0.1:3333" || c.DataDir != "/from/flag" || c.LogLevel != "debug" || len(c.Tokens) != 0 {
+	if c.Listen != "127.0.0.1:3333" || c.DataDir != "/from/flag" || c.LogLevel != "debug" || strings.Join(c.Tokens, ",") != "flag-token" {
 		t.Errorf("flags over env: %+v", c)
+	}
+}
+
+// TestServeTokenRoles: each role's tokens come from the file, ONTIME_* and
+// flags like any key; the old tokens key stays (its tokens are admin);
+// allowed_hosts too.
+func TestServeTokenRoles(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	err := os.WriteFile(file, []byte(`
+tokens = ["legacy"]
+read_tokens = ["scraper", "grafana"]
+write_tokens = ["publisher"]
+admin_tokens = ["ops"]
+allowed_hosts = ["ontime.example.com", "*.corp.test"]
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadFor(t, map[string]string{"ONTIME_WRITE_TOKENS": "w1,w2"}, "--config", file, "--admin-tokens", "root", "--allowed-hosts", "a.test, b.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.Tokens, c.ReadTokens, c.WriteTokens, c.AdminTokens, c.AllowedHosts)
+	if want := "[legacy] [scraper grafana] [w1 w2] [root] [a.test b.test]"; got != want {
+		t.Errorf("tokens and hosts: %s, want %s", got, want)
+	}
+	roles := map[string]string{}
+	for _, tok := range roleTokens(c) {
+		roles[tok.Secret] = tok.Role.String()
+	}
+	if got := fmt.Sprint(roles); got != "map[grafana:read root:admin scraper:read w1:write w2:write]" {
+		t.Errorf("roles: %s", got)
+	}
+	if !c.AuthOn() {
+		t.Error("auth off with tokens")
+	}
+}
+
+// TestServeBlankTokens: a blank token from any source refuses to start,
+// with a message naming the source, instead of turning auth off (or
+// leaving a blank token that nothing can send): ONTIME_TOKENS="", ",",
+// " , ", a blank entry, flags, and the file's lists.
+func TestServeBlankTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"empty env", map[string]string{"ONTIME_TOKENS": ""}, nil, "ONTIME_TOKENS: holds no token"},
+		{"comma env", map[string]string{"ONTIME_TOKENS": ","}, nil, "ONTIME_TOKENS: token 1 of 2 is blank"},
+		{"spaces env", map[string]string{"ONTIME_TOKENS": " , "}, nil, "ONTIME_TOKENS: token 1 of 2 is blank"},
+		{"space env", map[string]string{"ONTIME_TOKENS": "  "}, nil, "ONTIME_TOKENS: holds no token"},
+		{"blank entry env", map[string]string{"ONTIME_TOKENS": "a,,b"}, nil, "ONTIME_TOKENS: token 2 of 3 is blank"},
+		{"trailing comma env", map[string]string{"ONTIME_ADMIN_TOKENS": "a,"}, nil, "ONTIME_ADMIN_TOKENS: token 2 of 2 is blank"},
+		{"empty read env", map[string]string{"ONTIME_READ_TOKENS": ""}, nil, "ONTIME_READ_TOKENS: holds no token"},
+		{"empty write env", map[string]string{"ONTIME_WRITE_TOKENS": " , "}, nil, "ONTIME_WRITE_TOKENS: token 1 of 2 is blank"},
+		{"empty flag", nil, []string{"--tokens", ""}, "--tokens: holds no token"},
+		{"comma flag", nil, []string{"--admin-tokens", ","}, "--admin-tokens: token 1 of 2 is blank"},
+		{"blank read flag", nil, []string{"--read-tokens", "x, "}, "--read-tokens: token 2 of 2 is blank"},
+		{"file blank", nil, []string{"--config", write("a.toml", `tokens = [""]`)}, "a.toml: tokens: token 1 of 1 is blank"},
+		{"file spaces", nil, []string{"--config", write("b.toml", `read_tokens = ["ok", "  "]`)}, "b.toml: read_tokens: token 2 of 2 is blank"},
+		{"file empty list", nil, []string{"--config", write("c.toml", `admin_tokens = []`)}, "c.toml: admin_tokens: holds no token"},
+		{"file write blank", nil, []string{"--config", write("d.toml", `write_tokens = [" "]`)}, "d.toml: write_tokens: token 1 of 1 is blank"},
+		{"a token with a space", map[string]string{"ONTIME_TOKENS": "a b"}, nil, "tokens[0] has a space"},
+		{"one token, two roles", map[string]string{"ONTIME_READ_TOKENS": "same", "ONTIME_ADMIN_TOKENS": "same"}, nil, "is also in"},
+		{"bad allowed host", nil, []string{"--allowed-hosts", "http://x"}, `allowed_hosts[0] "http://x"`},
+		{"allowed host with a port", nil, []string{"--allowed-hosts", "x.test:8080"}, `allowed_hosts[0] "x.test:8080"`},
+	} {
+		_, err := loadFor(t, c.env, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
+		}
 	}
 }
 
@@ -120,13 +206,7 @@ func TestServeTopicsConfig(t *testing.T) {
 
 func TestServeConfigErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, text string) string { return writeFile(t, dir, name, text) }
 	for _, c := range []struct {
 		name string
 		env  map[string]string
@@ -163,5 +243,50 @@ func TestServeConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error with %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestMetricsConfiguredTopics: the topics the configuration names have
+// their own metrics label from the start and keep it after more junk
+// topics than metrics_max_topics were published first.
+func TestMetricsConfiguredTopics(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ontime.toml")
+	if err := os.WriteFile(file, []byte("metrics_max_topics = 3\nserve_topics = [\"audit\", \"jobs.*\"]\n[topics.billing]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadFor(t, nil, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, m, err := newMetrics(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		topic := fmt.Sprintf("junk-%d", i)
+		m.AfterPublish(t.Context(), &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "x"}}, Results: []ontime.PublishResult{{ID: "x"}}})
+	}
+	for _, topic := range []string{"billing", "audit"} {
+		m.AfterPublish(t.Context(), &ontime.PublishEvent{Topic: topic, Timers: []ontime.Timer{{ID: "x"}}, Results: []ontime.PublishResult{{ID: "x"}}})
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "ontime_published_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "topic" {
+					got[l.GetValue()] = mt.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if got["billing"] != 1 || got["audit"] != 1 || got["(other)"] != 97 || len(got) != 6 {
+		t.Errorf("published by label: %v; want billing 1, audit 1, three junk topics 1 each, (other) 97", got)
 	}
 }

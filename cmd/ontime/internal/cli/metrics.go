@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,11 +19,24 @@ import (
 )
 
 // newMetrics returns the server's own registry (never the global one) with
-// the ontime metrics, the Go runtime's and the process's.
+// the ontime metrics, the Go runtime's and the process's. The topics the
+// configuration names ([topics.NAME], and serve_topics entries without a
+// *) get their topic labels first and keep them, beyond
+// metrics_max_topics: junk topics published first cannot take them.
 func newMetrics(cfg *config.Config) (*prometheus.Registry, *ontimeprom.Metrics, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := ontimeprom.New(reg, &ontimeprom.Options{MaxTopics: cfg.MetricsMaxTopics})
+	var named []string
+	for t := range cfg.Topics {
+		named = append(named, t)
+	}
+	for _, p := range cfg.ServeTopics {
+		if !strings.Contains(p, "*") {
+			named = append(named, p)
+		}
+	}
+	slices.Sort(named)
+	m, err := ontimeprom.New(reg, &ontimeprom.Options{MaxTopics: cfg.MetricsMaxTopics, Topics: slices.Compact(named)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,7 +36,12 @@ var serveFlags = map[string]string{
 	"max-body-bytes":          "max_body_bytes",
 	"read-timeout":            "read_timeout",
 	"max-inflight-bytes":      "max_inflight_bytes",
+	"min-body-rate":           "min_body_rate",
 	"tokens":                  "tokens",
+	"read-tokens":             "read_tokens",
+	"write-tokens":            "write_tokens",
+	"admin-tokens":            "admin_tokens",
+	"allowed-hosts":           "allowed_hosts",
 	"serve-topics":            "serve_topics",
 	"discover-interval":       "discover_interval",
 	"shutdown-timeout":        "shutdown_timeout",
@@ -73,7 +78,12 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
-	f.String("tokens", "", "comma-separated bearer tokens; turns auth on (env ONTIME_TOKENS)")
+	f.Int64("min-body-rate", 0, "slowest a request body may arrive, bytes/s over 2 s windows, before 408 (default 16384; negative: none; env ONTIME_MIN_BODY_RATE)")
+	f.String("tokens", "", "comma-separated bearer tokens with the admin role; turns auth on (env ONTIME_TOKENS)")
+	f.String("read-tokens", "", "comma-separated bearer tokens that may only read (GET, /metrics, watch) (env ONTIME_READ_TOKENS)")
+	f.String("write-tokens", "", "comma-separated bearer tokens that may also publish, cancel and fire (env ONTIME_WRITE_TOKENS)")
+	f.String("admin-tokens", "", "comma-separated bearer tokens that may do everything (env ONTIME_ADMIN_TOKENS)")
+	f.String("allowed-hosts", "", `host names clients reach the server by, besides its address and localhost ("*.example.com"; "*": any) (env ONTIME_ALLOWED_HOSTS)`)
 	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
 	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
@@ -183,8 +193,8 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	slices.Sort(topics)
 	api := server.New(server.Options{
 		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
-		Tokens: cfg.Tokens, Topics: topics, Logger: log, Done: done,
-		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes,
+		Tokens: cfg.Tokens, RoleTokens: roleTokens(cfg), AllowedHosts: cfg.AllowedHosts, Topics: topics, Logger: log, Done: done,
+		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes, MinBodyRate: cfg.MinBodyRate,
 		Metrics: metricsHandler(reg, log),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -224,7 +234,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	if st.Kind == store.KindRedis {
 		where = redactURL(cfg.Redis)
 	}
-	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", len(cfg.Tokens) > 0,
+	log.Info("ontime serving", "addr", ln.Addr().String(), "store", st.Kind, "at", where, "auth", cfg.AuthOn(),
 		"dashboard", "http://"+ln.Addr().String()+"/ui/")
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -248,6 +258,22 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// roleTokens returns the tokens of the read_tokens, write_tokens and
+// admin_tokens keys with their roles (tokens, the older key, are admin:
+// server.Options.Tokens).
+func roleTokens(cfg *config.Config) []server.Token {
+	var out []server.Token
+	for _, l := range []struct {
+		list []string
+		role server.Role
+	}{{cfg.ReadTokens, server.RoleRead}, {cfg.WriteTokens, server.RoleWrite}, {cfg.AdminTokens, server.RoleAdmin}} {
+		for _, t := range l.list {
+			out = append(out, server.Token{Secret: t, Role: l.role})
+		}
+	}
+	return out
 }
 
 // withDashboard serves the dashboard's page at /ui/ (its assets hold no

@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -64,10 +65,30 @@ type Config struct {
 	// MiB with the default MaxBodyBytes). It must be at least the largest
 	// request.
 	MaxInflightBytes int64 `toml:"max_inflight_bytes"`
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, measured over 2-second windows: a slower one is cut with 408
+	// and gives back the bytes it held. Default 0: 16384 (16 KiB/s);
+	// negative: no minimum (read_timeout alone).
+	MinBodyRate int64 `toml:"min_body_rate"`
 	// Tokens turns on bearer-token auth: every endpoint but /healthz and
-	// /readyz then needs "Authorization: Bearer <one of them>". Default none
-	// (auth off).
+	// /readyz then needs "Authorization: Bearer <token>". These tokens have
+	// the admin role (everything), as every token had before roles; prefer
+	// AdminTokens. Default none (auth off).
 	Tokens []string `toml:"tokens"`
+	// ReadTokens may read: every GET (timers, topics, dead letters,
+	// stats), /metrics and watch streams. A Prometheus scraper's token.
+	ReadTokens []string `toml:"read_tokens"`
+	// WriteTokens may also publish, cancel and fire timers.
+	WriteTokens []string `toml:"write_tokens"`
+	// AdminTokens may also replay and purge dead letters: everything.
+	AdminTokens []string `toml:"admin_tokens"`
+	// AllowedHosts are the host names clients reach the server by, for
+	// the Host check: a request whose Host header names neither the
+	// address it connected to, nor (on a loopback connection) localhost,
+	// nor one of these, answers 421 (what a DNS-rebinding page sends).
+	// "*.example.com" allows every subdomain; "*" turns the check off.
+	// Default none: the address and the loopback names only.
+	AllowedHosts []string `toml:"allowed_hosts"`
 	// ServeTopics names the topics, besides the configured ones ([topics.NAME]),
 	// whose timers this server delivers: names or patterns where * matches
 	// any run of characters ("billing.*", "*"). The server starts a worker
@@ -236,7 +257,8 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // LoadFile reads a TOML file into c (keys it sets override c's). Unknown keys
-// are an error, so a typo does not go unnoticed.
+// are an error, so a typo does not go unnoticed, and so is a token list
+// the file gives with no token or with a blank one (see checkTokenList).
 func (c *Config) LoadFile(path string) error {
 	md, err := toml.DecodeFile(path, c)
 	if err != nil {
@@ -249,7 +271,57 @@ func (c *Config) LoadFile(path string) error {
 		}
 		return fmt.Errorf("config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
+	for _, k := range c.tokenKeys() {
+		if md.IsDefined(k.key) {
+			if err := checkTokenList(*k.list); err != nil {
+				return fmt.Errorf("config %s: %s: %w", path, k.key, err)
+			}
+		}
+	}
 	return nil
+}
+
+// tokenKey is one of the token lists, by its key.
+type tokenKey struct {
+	key  string
+	list *[]string
+}
+
+func (c *Config) tokenKeys() []tokenKey {
+	return []tokenKey{{"tokens", &c.Tokens}, {"read_tokens", &c.ReadTokens}, {"write_tokens", &c.WriteTokens}, {"admin_tokens", &c.AdminTokens}}
+}
+
+// checkTokenList refuses a token list that a source gave with no token in
+// it, or with a blank one (empty, or only spaces): auth fails closed. A
+// variable set to "" (a template whose value was missing) or to ","
+// would otherwise leave the server open to everyone. To run without auth,
+// leave the key out.
+func checkTokenList(list []string) error {
+	if len(list) == 0 {
+		return errors.New("holds no token; leave the key out (or unset it) to run without auth")
+	}
+	for i, t := range list {
+		if strings.TrimSpace(t) == "" {
+			return fmt.Errorf("token %d of %d is blank; remove it (a blank token would turn auth off)", i+1, len(list))
+		}
+	}
+	return nil
+}
+
+// splitTokens reads a comma-separated token list of the environment or a
+// flag, refusing blank entries (checkTokenList).
+func splitTokens(v string) ([]string, error) {
+	var out []string
+	if strings.TrimSpace(v) != "" {
+		out = strings.Split(v, ",")
+	}
+	if err := checkTokenList(out); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out, nil
 }
 
 // Env variable names, each mapping to the key of the same name.
@@ -259,6 +331,8 @@ var envKeys = []string{
 	"ONTIME_DISCOVER_INTERVAL", "ONTIME_SHUTDOWN_TIMEOUT", "ONTIME_LOG_LEVEL",
 	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
 	"ONTIME_MAX_INFLIGHT_BYTES", "ONTIME_METRICS_SAMPLE_INTERVAL", "ONTIME_METRICS_MAX_TOPICS",
+	"ONTIME_READ_TOKENS", "ONTIME_WRITE_TOKENS", "ONTIME_ADMIN_TOKENS", "ONTIME_ALLOWED_HOSTS",
+	"ONTIME_MIN_BODY_RATE",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -293,21 +367,34 @@ func (c *Config) Set(key, v string) error {
 		c.RedisLayout = v
 	case "redis_prefix":
 		c.RedisPrefix = v
-	case "max_body_bytes", "max_inflight_bytes":
+	case "max_body_bytes", "max_inflight_bytes", "min_body_rate":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
 		}
-		if key == "max_body_bytes" {
+		switch key {
+		case "max_body_bytes":
 			c.MaxBodyBytes = n
-		} else {
+		case "max_inflight_bytes":
 			c.MaxInflightBytes = n
+		default:
+			c.MinBodyRate = n
 		}
-	case "tokens":
-		c.Tokens = nil
-		for _, t := range strings.Split(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				c.Tokens = append(c.Tokens, t)
+	case "tokens", "read_tokens", "write_tokens", "admin_tokens":
+		list, err := splitTokens(v)
+		if err != nil {
+			return err
+		}
+		for _, k := range c.tokenKeys() {
+			if k.key == key {
+				*k.list = list
+			}
+		}
+	case "allowed_hosts":
+		c.AllowedHosts = nil
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.AllowedHosts = append(c.AllowedHosts, h)
 			}
 		}
 	case "serve_topics":
@@ -445,9 +532,27 @@ func (c *Config) Validate() error {
 	default:
 		bad("log_format %q: want text or json", c.LogFormat)
 	}
-	for i, t := range c.Tokens {
-		if strings.ContainsAny(t, " \t\r\n") || t == "" {
-			bad("tokens[%d]: empty or has spaces", i)
+	owner := map[string]string{}
+	for _, k := range c.tokenKeys() {
+		for i, t := range *k.list {
+			switch {
+			case strings.TrimSpace(t) == "":
+				bad("%s[%d] is blank (a blank token would turn auth off)", k.key, i)
+			case strings.ContainsAny(t, " \t\r\n,"):
+				bad("%s[%d] has a space or a comma", k.key, i)
+			case owner[t] != "":
+				bad("%s[%d] is also in %s: give each token one role", k.key, i, owner[t])
+			default:
+				owner[t] = k.key
+			}
+		}
+	}
+	for i, h := range c.AllowedHosts {
+		if h == "*" {
+			continue
+		}
+		if err := checkHostName(strings.TrimPrefix(h, "*.")); err != nil {
+			bad("allowed_hosts[%d] %q: %v", i, h, err)
 		}
 	}
 	if err := c.checkTopic("defaults", c.Defaults); err != nil {
@@ -548,6 +653,31 @@ func (c *Config) checkTopic(where string, t Topic) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// AuthOn reports whether any token is configured.
+func (c *Config) AuthOn() bool {
+	return len(c.Tokens)+len(c.ReadTokens)+len(c.WriteTokens)+len(c.AdminTokens) > 0
+}
+
+// checkHostName checks an allowed_hosts name: letters, digits, '-' and
+// '.', or an IP address; no port, no scheme.
+func checkHostName(h string) error {
+	if h == "" {
+		return errors.New("empty")
+	}
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		h = h[1 : len(h)-1]
+	}
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return fmt.Errorf("character %q: want a host name (no scheme, no port) such as ontime.example.com or *.example.com", r)
+		}
+	}
+	return nil
 }
 
 // CheckRedisURL checks the scheme of a Redis URL.

@@ -65,6 +65,7 @@ func init() {
 		"POST /v1/topics/{topic}/timers/{id}/fire 500",
 		"GET /v1/topics/{topic}/timeline 500",
 		"GET /v1/topics 500",
+		"GET /v1/topics/{topic} 500",
 		"GET /v1/topics/{topic}/watch 500",
 		"GET /v1/topics/{topic}/dead 500",
 		"POST /v1/topics/{topic}/dead:replay 500",
@@ -158,7 +159,7 @@ func TestCoverageCheck(t *testing.T) {
 // statusNames are the net/http constants the server's errorf calls use.
 var statusNames = map[string]int{
 	"StatusBadRequest": 400, "StatusUnauthorized": 401, "StatusForbidden": 403, "StatusNotFound": 404, "StatusMethodNotAllowed": 405,
-	"StatusRequestTimeout": 408, "StatusConflict": 409, "StatusRequestEntityTooLarge": 413, "StatusInternalServerError": 500,
+	"StatusRequestTimeout": 408, "StatusConflict": 409, "StatusMisdirectedRequest": 421, "StatusRequestEntityTooLarge": 413, "StatusInternalServerError": 500,
 	"StatusNotImplemented": 501, "StatusServiceUnavailable": 503,
 }
 

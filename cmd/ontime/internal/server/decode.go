@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -40,7 +41,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 		switch {
 		case errors.As(err, &mbe):
 			return nil, errorf(http.StatusRequestEntityTooLarge, "request_too_large", "the request is over %d bytes", limit)
+		case errors.Is(err, errBodyOverloaded):
+			w.Header().Set("Retry-After", "1")
+			return nil, errorf(http.StatusServiceUnavailable, "overloaded", "the server holds too many request bytes at once (max_inflight_bytes); retry later")
 		case errors.As(err, &ne) && ne.Timeout():
+			if rec, ok := w.(*statusRecorder); ok && rec.body.slow {
+				return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body arrived slower than the server's min_body_rate (%d bytes/s over %s)", rec.srv.o.MinBodyRate, BodyRateWindow)
+			}
 			return nil, errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within the server's read_timeout")
 		}
 		return nil, errorf(http.StatusBadRequest, "malformed_json", "reading the request: %v", err)
@@ -75,7 +82,8 @@ func readAll(r io.Reader, size int64) ([]byte, error) {
 }
 
 // unmarshalJSON decodes data, one JSON value, into v, refusing unknown
-// fields and trailing data.
+// fields, trailing data, and what checkStrict refuses (duplicate keys,
+// keys in another letter case, invalid UTF-8, lone surrogates).
 func unmarshalJSON(data []byte, v any) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -89,7 +97,7 @@ func unmarshalJSON(data []byte, v any) *apiError {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return errorf(http.StatusBadRequest, "malformed_json", "data after the JSON document")
 	}
-	return nil
+	return checkStrict(data, reflect.TypeOf(v).Elem())
 }
 
 func jsonError(err error) *apiError {
@@ -237,6 +245,18 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 			return p, errorf(http.StatusBadRequest, "invalid_header", "header %q: the value holds control character 0x%02x at byte %d (only tab is allowed)", k, v[wire.HeaderValueCTL(v)], wire.HeaderValueCTL(v))
 		}
 	}
+	if len(names) > 1 {
+		// HTTP field names are case-insensitive: "Tenant" and "tenant"
+		// would reach a webhook as one field, with either value.
+		lower := make(map[string]string, len(names))
+		for _, k := range names {
+			l := strings.ToLower(k)
+			if other, dup := lower[l]; dup {
+				return p, errorf(http.StatusBadRequest, "invalid_header", "headers %q and %q name the same HTTP field (names are case-insensitive); give it once", other, k)
+			}
+			lower[l] = k
+		}
+	}
 	t.Headers = in.Headers
 	if in.CorrelationID != "" {
 		if err := ontimedriver.ValidateID(in.CorrelationID); err != nil {
@@ -247,10 +267,20 @@ func (s *Server) parseTimer(in *wire.TimerIn) (parsed, *apiError) {
 	return p, nil
 }
 
-// parseAt reads an RFC 3339 instant that has a zone (Z or an offset).
+// parseAt reads an RFC 3339 instant that has a zone (Z or an offset),
+// within the range a store keeps (ontimedriver.MinDue, 1970, to MaxDue,
+// the end of year 9999). Every instant of the API goes through it, so an
+// instant before 1970 is refused alike everywhere, year 1 included (it is
+// Go's zero time, which the library reads as "no instant given").
 func parseAt(s string) (time.Time, *apiError) {
 	at, err := time.Parse(time.RFC3339Nano, s)
 	if err == nil {
+		switch {
+		case at.Before(ontimedriver.MinDue):
+			return time.Time{}, errorf(http.StatusBadRequest, "invalid_at", "at %q is before 1970-01-01T00:00:00Z, the earliest instant the store keeps", s)
+		case at.After(ontimedriver.MaxDue):
+			return time.Time{}, errorf(http.StatusBadRequest, "invalid_at", "at %q is after %s, the latest instant the store keeps", s, ontimedriver.MaxDue.Format(time.RFC3339Nano))
+		}
 		return at, nil
 	}
 	if _, err2 := time.Parse("2006-01-02T15:04:05.999999999", s); err2 == nil {

@@ -57,6 +57,7 @@ type env struct {
 	drv    ontimedriver.Driver
 	disp   *delivery.Dispatcher // nil with envOpts.noWorkers
 	tr     *apitest.Transport
+	logs   *apitest.SyncBuffer // the server's log (JSON lines, level debug)
 }
 
 type envOpts struct {
@@ -75,14 +76,22 @@ type envOpts struct {
 	// names (0: the defaults).
 	readTimeout time.Duration
 	maxInflight int64
+	// roleTokens and allowedHosts set the server's Options of the same
+	// names.
+	roleTokens   []server.Token
+	allowedHosts []string
+	// minBodyRate sets Options.MinBodyRate (0: the default; -1: none).
+	minBodyRate int64
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &apitest.SyncBuffer{}
+	var logTo io.Writer = logs
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logTo = io.MultiWriter(logs, os.Stderr)
 	}
+	log := slog.New(slog.NewJSONHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var drv ontimedriver.Driver
 	kind := store.KindEmbedded
 	if o.redis != "" {
@@ -131,8 +140,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	// The http.Server `ontime serve` runs, on a real loopback listener.
 	opts := server.Options{
 		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
-		Tokens: o.tokens, Logger: log, Done: done,
-		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight,
+		Tokens: o.tokens, RoleTokens: o.roleTokens, AllowedHosts: o.allowedHosts, Logger: log, Done: done,
+		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight, MinBodyRate: o.minBodyRate,
 	}
 	if !o.noWorkers {
 		opts.Activity = rec
@@ -157,7 +166,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 			t.Errorf("driver close: %v", err)
 		}
 	})
-	return &env{t: t, url: ts.URL, addr: ts.Listener.Addr().String(), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr}
+	return &env{t: t, url: ts.URL, addr: ts.Listener.Addr().String(), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr, logs: logs}
 }
 
 // response is a decoded answer.
@@ -183,7 +192,8 @@ func (r *response) code() string {
 	return e.Error.Code
 }
 
-// do sends a request; body is a string (sent as is) or a value (JSON).
+// do sends a request; body is a string (sent as is) or a value (JSON);
+// hdr are header names and values ("Host" sets the Host header).
 func (e *env) do(method, path string, body any, hdr ...string) *response {
 	e.t.Helper()
 	var rd io.Reader
@@ -208,6 +218,10 @@ func (e *env) do(method, path string, body any, hdr ...string) *response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := e.hc.Do(req)

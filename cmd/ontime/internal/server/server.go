@@ -7,18 +7,20 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -47,8 +49,19 @@ type Options struct {
 	// MaxBodyBytes caps one message body. Default 1 MiB.
 	MaxBodyBytes int64
 	// Tokens, when not empty, turn on bearer-token auth for everything but
-	// /healthz and /readyz.
+	// /healthz and /readyz. They have RoleAdmin (what every token could
+	// do before tokens had roles).
 	Tokens []string
+	// RoleTokens are more tokens, each with its role (RoleRead, RoleWrite
+	// or RoleAdmin). Any token, here or in Tokens, turns auth on.
+	RoleTokens []Token
+	// AllowedHosts are the names, besides the server's own address (and
+	// the loopback names on a loopback connection), that a request's Host
+	// header may give: "ontime.example.com", "*.example.com" for any
+	// subdomain, "*" for any host (no check). Others answer 421
+	// misdirected_host, so that a DNS-rebinding page cannot reach the
+	// API (see checkHost).
+	AllowedHosts []string
 	// Topics are the configured topics, listed by GET /v1/topics even when
 	// empty.
 	Topics []string
@@ -67,12 +80,23 @@ type Options struct {
 	// Requests without a body (watch streams among them) have no such
 	// bound. Default 30s.
 	ReadTimeout time.Duration
-	// MaxInflightBytes caps the request bodies being read and handled at
-	// once, by their declared Content-Length (a chunked body counts as the
-	// largest its endpoint takes). A request that does not fit answers 503
-	// overloaded with Retry-After, before its body is read. Default: four
-	// of the largest requests (BatchRequestLimit).
+	// MaxInflightBytes caps the bytes of request bodies held at once (read,
+	// and being handled), charged as they arrive: a request holds what it
+	// has sent, not what it declared. One whose declared Content-Length
+	// (a chunked one: the largest its endpoint takes) does not fit next to
+	// what is held answers 503 overloaded with Retry-After before its
+	// body is read; one whose arriving bytes no longer fit (others filled
+	// the budget meanwhile) answers the same and its connection is
+	// closed. Default: four of the largest requests (BatchRequestLimit).
 	MaxInflightBytes int64
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second, over windows of BodyRateWindow: a body that brings less in a
+	// window (and is not complete) is cut with 408 request_timeout and
+	// its connection closed, giving back the bytes it held, so that
+	// clients trickling bytes hold neither the budget nor a connection
+	// for long. Default 16 KiB/s; negative: no minimum (ReadTimeout
+	// alone).
+	MinBodyRate int64
 }
 
 // Server is the API's http.Handler.
@@ -80,33 +104,12 @@ type Server struct {
 	o        Options
 	log      *slog.Logger
 	mux      *http.ServeMux
-	tokens   [][]byte
+	tokens   []token
+	roles    map[string]Role // by ServeMux pattern
+	anyHost  bool            // AllowedHosts holds "*"
+	cop      *http.CrossOriginProtection
 	started  time.Time
 	inflight inflight
-}
-
-// inflight counts the request bytes being read and handled.
-type inflight struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
-}
-
-// acquire reserves n bytes, or reports false when they do not fit.
-func (f *inflight) acquire(n int64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.used+n > f.max {
-		return false
-	}
-	f.used += n
-	return true
-}
-
-func (f *inflight) release(n int64) {
-	f.mu.Lock()
-	f.used -= n
-	f.mu.Unlock()
 }
 
 // NewHTTPServer returns the http.Server `ontime serve` runs h with: request
@@ -152,47 +155,79 @@ func New(o Options) *Server {
 	if o.MaxInflightBytes <= 0 {
 		o.MaxInflightBytes = 4 * BatchRequestLimit(o.MaxBodyBytes)
 	}
-	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), started: time.Now()}
+	if o.MinBodyRate == 0 {
+		o.MinBodyRate = DefaultMinBodyRate
+	}
+	s := &Server{o: o, log: o.Logger, mux: http.NewServeMux(), started: time.Now(), cop: http.NewCrossOriginProtection()}
 	s.inflight.max = o.MaxInflightBytes
 	for _, t := range o.Tokens {
-		s.tokens = append(s.tokens, []byte(t))
+		s.tokens = append(s.tokens, token{secret: []byte(t), role: RoleAdmin})
 	}
+	for _, t := range o.RoleTokens {
+		s.tokens = append(s.tokens, token{secret: []byte(t.Secret), role: t.Role})
+	}
+	s.anyHost = slices.Contains(o.AllowedHosts, "*")
 	s.routes()
 	return s
 }
 
-func (s *Server) routes() {
-	type route struct {
-		method, path string
-		h            http.HandlerFunc
-	}
+// route is one endpoint and the role it needs.
+type route struct {
+	method, path string
+	role         Role
+	h            http.HandlerFunc
+}
+
+// routeTable lists the API's endpoints with the role each needs
+// (RoleNone: open to anonymous callers), in the form ServeMux patterns
+// take.
+func (s *Server) routeTable() []route {
 	routes := []route{
-		{"POST", "/v1/topics/{topic}/timers", s.createTimer},
-		{"GET", "/v1/topics/{topic}/timers", s.listTimers},
-		{"POST", "/v1/topics/{topic}/timers:batch", s.createBatch},
-		{"GET", "/v1/topics/{topic}/timers/{id}", s.getTimer},
-		{"DELETE", "/v1/topics/{topic}/timers/{id}", s.deleteTimer},
-		{"POST", "/v1/topics/{topic}/timers/{id}/fire", s.fireTimer},
-		{"GET", "/v1/topics/{topic}/timeline", s.timeline},
-		{"GET", "/v1/topics", s.listTopics},
-		{"GET", "/v1/topics/{topic}/watch", s.watch},
-		{"POST", "/v1/topics/{topic}/watch:ack", s.watchAck},
-		{"GET", "/v1/topics/{topic}/dead", s.listDead},
-		{"POST", "/v1/topics/{topic}/dead:replay", s.replayDead},
-		{"POST", "/v1/topics/{topic}/dead:purge", s.purgeDead},
-		{"GET", "/v1/stats", s.stats},
-		{"GET", "/v1/openapi.json", s.openapi},
-		{"POST", "/messages", s.postMessage},
-		{"GET", "/healthz", s.healthz},
-		{"GET", "/readyz", s.readyz},
+		{"POST", "/v1/topics/{topic}/timers", RoleWrite, s.createTimer},
+		{"GET", "/v1/topics/{topic}/timers", RoleRead, s.listTimers},
+		{"POST", "/v1/topics/{topic}/timers:batch", RoleWrite, s.createBatch},
+		{"GET", "/v1/topics/{topic}/timers/{id}", RoleRead, s.getTimer},
+		{"DELETE", "/v1/topics/{topic}/timers/{id}", RoleWrite, s.deleteTimer},
+		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
+		{"GET", "/v1/topics/{topic}/timeline", RoleRead, s.timeline},
+		{"GET", "/v1/topics", RoleRead, s.listTopics},
+		{"GET", "/v1/topics/{topic}", RoleRead, s.getTopic},
+		{"GET", "/v1/topics/{topic}/watch", RoleRead, s.watch},
+		{"POST", "/v1/topics/{topic}/watch:ack", RoleRead, s.watchAck},
+		{"GET", "/v1/topics/{topic}/dead", RoleRead, s.listDead},
+		{"POST", "/v1/topics/{topic}/dead:replay", RoleAdmin, s.replayDead},
+		{"POST", "/v1/topics/{topic}/dead:purge", RoleAdmin, s.purgeDead},
+		{"GET", "/v1/stats", RoleRead, s.stats},
+		{"GET", "/v1/openapi.json", RoleRead, s.openapi},
+		{"POST", "/messages", RoleWrite, s.postMessage},
+		{"GET", "/healthz", RoleNone, s.healthz},
+		{"GET", "/readyz", RoleNone, s.readyz},
 	}
 	if s.o.Metrics != nil {
-		routes = append(routes, route{"GET", "/metrics", s.o.Metrics.ServeHTTP})
+		routes = append(routes, route{"GET", "/metrics", RoleRead, s.o.Metrics.ServeHTTP})
 	}
+	return routes
+}
+
+// RouteRoles returns the role each endpoint needs (RoleNone: anonymous
+// callers too), keyed "METHOD /path" as in the OpenAPI document ("GET
+// /metrics" only when Options.Metrics is set).
+func (s *Server) RouteRoles() map[string]Role {
+	out := map[string]Role{}
+	for _, r := range s.routeTable() {
+		out[r.method+" "+r.path] = r.role
+	}
+	return out
+}
+
+func (s *Server) routes() {
+	s.roles = map[string]Role{}
 	allowed := map[string][]string{}
 	var paths []string
-	for _, r := range routes {
-		s.mux.HandleFunc(r.method+" "+r.path, r.h)
+	for _, r := range s.routeTable() {
+		pattern := r.method + " " + r.path
+		s.mux.HandleFunc(pattern, r.h)
+		s.roles[pattern] = r.role
 		if _, ok := allowed[r.path]; !ok {
 			paths = append(paths, r.path)
 		}
@@ -204,26 +239,62 @@ func (s *Server) routes() {
 			w.Header().Set("Allow", allow)
 			writeError(w, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed here; use %s", r.Method, allow))
 		})
+		s.roles[p] = RoleRead
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusNotFound, "no_route", "no endpoint %s %s; see /v1/openapi.json", r.Method, r.URL.Path))
 	})
 }
 
-// ServeHTTP implements http.Handler: recovery, access log, auth, request
-// size and in-flight bytes, the body's read deadline, routing. Everything
-// that refuses a request does so before reading its body, and closes the
+// authorize answers 401 or 403 and reports false when r's caller may not
+// call its endpoint: an anonymous caller (auth on, no token) or a wrong
+// token gets 401 unauthorized everywhere but /healthz and /readyz, a
+// token whose role is below the endpoint's 403 forbidden. It sets the
+// caller's role on rec.
+func (s *Server) authorize(rec *statusRecorder, r *http.Request) bool {
+	role, ok := s.authenticate(r)
+	open := r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
+	if !open && (!ok || role == RoleNone) {
+		unauthorized(rec)
+		return false
+	}
+	rec.role = role
+	if role == RoleAdmin || open {
+		return true // no endpoint needs more; spare the lookup
+	}
+	_, pattern := s.mux.Handler(r)
+	need, known := s.roles[pattern]
+	if !known {
+		need = RoleRead // no_route, or a path ServeMux redirects
+	}
+	if role < need {
+		writeError(rec, errorf(http.StatusForbidden, "forbidden", "this token's role is %s; %s %s needs %s", role, r.Method, r.URL.Path, need))
+		return false
+	}
+	return true
+}
+
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="ontime"`)
+	writeError(w, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+}
+
+// ServeHTTP implements http.Handler: request id, recovery, access log,
+// the request guard (Host, cross-origin, auth: guard.go), request size and
+// in-flight bytes, the body's read deadline, routing. Everything that
+// refuses a request does so before reading its body, and closes the
 // connection instead of draining an unread body (net/http would otherwise
 // read up to 256 KiB of it before sending the answer).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, req: r, rc: *http.NewResponseController(w)}
+	rec := &statusRecorder{ResponseWriter: w, req: r, rc: *http.NewResponseController(w), srv: s, rid: newRequestID()}
+	w.Header()[requestIDHeader] = []string{rec.rid}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.Error("handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.log.Error("handler panicked", "request_id", rec.rid, "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			if rec.status == 0 {
 				writeError(rec, errorf(http.StatusInternalServerError, "internal", "internal error"))
 			}
@@ -235,12 +306,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Never the Authorization header or the query (it may hold cursors
 		// only, but keep logs small).
 		if s.log.Enabled(r.Context(), level) {
-			s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start).Round(time.Microsecond))
+			s.log.Log(r.Context(), level, "http", "request_id", rec.rid, "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start).Round(time.Microsecond))
 		}
 	}()
-	if !s.authorized(r) {
-		rec.Header().Set("WWW-Authenticate", `Bearer realm="ontime"`)
-		writeError(rec, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+	if e := s.checkHost(r); e != nil {
+		writeError(rec, e)
+		return
+	}
+	if e := s.checkOrigin(r, r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/watch")); e != nil {
+		writeError(rec, e)
+		return
+	}
+	if !s.authorize(rec, r) {
 		return
 	}
 	if e := badSegment(r.URL.EscapedPath()); e != nil {
@@ -257,17 +334,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if n < 0 {
 			n = limit // chunked: the most it may bring
 		}
-		if !s.inflight.acquire(n) {
-			rec.Header().Set("Retry-After", "1")
-			writeError(rec, errorf(http.StatusServiceUnavailable, "overloaded", "the server is reading too many request bodies at once (max_inflight_bytes); retry later"))
+		if !s.inflight.fits(n) {
+			overloaded(rec)
 			return
 		}
-		defer s.inflight.release(n)
-		_ = rec.rc.SetReadDeadline(time.Now().Add(s.o.ReadTimeout)) // not supported in-process (CLI --redis): no bound needed there
-		rec.body = trackedBody{ReadCloser: r.Body, rec: rec}
+		rec.body.start(s, rec, r.Body)
 		r.Body = &rec.body
+		defer rec.body.release()
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// requestIDHeader carries every answer's request id; error answers repeat
+// it in their body, and the server's log lines about the request name it
+// (request_id), so that an answer leads to its log lines.
+const requestIDHeader = "X-Request-Id"
+
+// Request ids are a random prefix chosen at start and a counter: unique
+// across restarts, and cheap.
+var (
+	ridPrefix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	ridSeq atomic.Uint64
+)
+
+func newRequestID() string {
+	b := make([]byte, 0, len(ridPrefix)+14)
+	b = append(b, ridPrefix...)
+	b = append(b, '-')
+	return string(strconv.AppendUint(b, ridSeq.Add(1), 36))
 }
 
 // requestLimit is the most a request to r's endpoint may send.
@@ -277,24 +375,6 @@ func (s *Server) requestLimit(r *http.Request) int64 {
 		return s.batchLimit()
 	}
 	return s.singleLimit()
-}
-
-// trackedBody notes when a request body has been read to its end: the
-// body's read deadline is then lifted (so that net/http's background read
-// cannot cancel a handler that outlives it), and an answer need not close
-// the connection.
-type trackedBody struct {
-	io.ReadCloser
-	rec *statusRecorder
-}
-
-func (b *trackedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.rec.bodyDone {
-		b.rec.bodyDone = true
-		_ = b.rec.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 // badSegment catches empty topics and ids, and the dot segments "." and
@@ -358,29 +438,16 @@ func bearerToken(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	if len(s.tokens) == 0 || r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-		return true
-	}
-	tok, ok := bearerToken(r.Header.Get("Authorization"))
-	if !ok {
-		return false
-	}
-	got := []byte(tok)
-	match := 0
-	for _, t := range s.tokens {
-		match |= subtle.ConstantTimeCompare(got, t)
-	}
-	return match == 1
-}
-
 type statusRecorder struct {
 	http.ResponseWriter
+	srv      *Server
+	rid      string // the request id
+	role     Role   // the caller's
 	req      *http.Request
 	rc       http.ResponseController // of the connection's ResponseWriter
 	status   int
 	bodyDone bool        // the request body was read to its end
-	body     trackedBody // the request's body, when it has one
+	body     trackedBody // the request's body, when it has one (budget.go)
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -433,8 +500,18 @@ func errorf(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
+// writeError answers with e, and the request id when w is the
+// statusRecorder of ServeHTTP.
 func writeError(w http.ResponseWriter, e *apiError) {
-	writeJSON(w, e.status, wire.Error{Error: wire.ErrorBody{Code: e.code, Message: e.msg}})
+	writeJSON(w, e.status, wire.Error{Error: wire.ErrorBody{Code: e.code, Message: e.msg, RequestID: requestID(w)}})
+}
+
+// requestID returns the id ServeHTTP gave the request w answers, or "".
+func requestID(w http.ResponseWriter) string {
+	if rec, ok := w.(*statusRecorder); ok {
+		return rec.rid
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -462,8 +539,10 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// storeError maps a library or store error to a response.
-func (s *Server) storeError(r *http.Request, err error) *apiError {
+// storeError maps a library or store error to a response. The store's
+// own words (an address, a user name, WRONGPASS) never reach the client:
+// they go to the log, under the request id the answer gives.
+func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) *apiError {
 	switch {
 	case errors.Is(err, ontime.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such timer")
@@ -475,22 +554,35 @@ func (s *Server) storeError(r *http.Request, err error) *apiError {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return errorf(499, "canceled", "request canceled")
 	}
-	s.log.Error("store error", "method", r.Method, "path", r.URL.Path, "err", err)
-	return errorf(http.StatusServiceUnavailable, "store_unavailable", "the store failed: %v", err)
+	rid := requestID(w)
+	s.log.Error("store error", "request_id", rid, "method", r.Method, "path", r.URL.Path, "err", err)
+	return errorf(http.StatusServiceUnavailable, "store_unavailable", "the store did not answer; the server log has the details (request id %s)", rid)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, wire.Status{Status: "ok"})
 }
 
+// readyz answers 200 {"status":"ready"} when the store answers, else 503
+// {"status":"unavailable"} with the request id, the store's error going to
+// the log. Only a caller with an admin token (auth on) is also told the
+// error itself: an anonymous probe learns nothing about the store (its
+// address, its user, its password being wrong).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.o.Client.Ping(ctx); err != nil {
-		writeError(w, errorf(http.StatusServiceUnavailable, "store_unavailable", "store unreachable: %v", err))
+	err := s.o.Client.Ping(ctx)
+	if err == nil {
+		writeJSON(w, http.StatusOK, wire.Status{Status: "ready"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	rid := requestID(w)
+	s.log.Error("readyz: the store is unreachable", "request_id", rid, "err", err)
+	out := wire.Status{Status: "unavailable", RequestID: rid}
+	if rec, ok := w.(*statusRecorder); ok && len(s.tokens) > 0 && rec.role == RoleAdmin {
+		out.Error = err.Error()
+	}
+	writeJSON(w, http.StatusServiceUnavailable, out)
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

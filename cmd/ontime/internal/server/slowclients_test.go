@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 )
 
@@ -29,6 +31,7 @@ const answerBound = 20 * time.Second
 // rawConn is a client connection that sends request bytes by hand.
 type rawConn struct {
 	t    *testing.T
+	host string // the server's host:port, for the Host header
 	conn net.Conn
 	br   *bufio.Reader
 }
@@ -40,7 +43,7 @@ func dialRaw(t *testing.T, e *env) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &rawConn{t: t, conn: c, br: bufio.NewReader(c)}
+	return &rawConn{t: t, host: e.addr, conn: c, br: bufio.NewReader(c)}
 }
 
 // head sends a request line and headers declaring a body of n bytes
@@ -48,7 +51,7 @@ func dialRaw(t *testing.T, e *env) *rawConn {
 func (c *rawConn) head(method, path string, n int64, extra ...string) {
 	c.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: ontime.test\r\nContent-Type: application/json\r\n", method, path)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n", method, path, c.host)
 	if n >= 0 {
 		fmt.Fprintf(&b, "Content-Length: %d\r\n", n)
 	} else {
@@ -66,6 +69,20 @@ func (c *rawConn) head(method, path string, n int64, extra ...string) {
 func (c *rawConn) write(s string) error {
 	_, err := io.WriteString(c.conn, s)
 	return err
+}
+
+// trickle sends a byte of body every 50 ms until stop is closed or the
+// connection fails.
+func (c *rawConn) trickle(stop <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for c.write(" ") == nil {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // answer reads one response within answerBound and returns it with its
@@ -141,19 +158,7 @@ func TestSlowBodies(t *testing.T) {
 			// A declared 100 KB body at one byte per 50 ms: 83 minutes.
 			c.head("POST", p.path, 100_000)
 			conns = append(conns, slow{c, p.path, p.key})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tick := time.NewTicker(50 * time.Millisecond)
-				defer tick.Stop()
-				for c.write(" ") == nil {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-					}
-				}
-			}()
+			wg.Go(func() { c.trickle(stop) })
 		}
 	}
 	for _, s := range conns {
@@ -199,38 +204,29 @@ func TestRefusedBeforeBody(t *testing.T) {
 	}
 }
 
-// TestInflightCap: request bodies in flight are capped in bytes. While a
-// slow client holds 500 KiB of an 800 KiB budget, another 500 KiB request
-// answers 503 overloaded with Retry-After before its body is read (a 100 KiB
-// one fits), and once the first is done the second goes through. A chunked
-// body counts as its endpoint's largest request.
+// TestInflightCap: request bodies in flight are capped in bytes, charged
+// as they arrive. While a slow client holds 500 KiB of an 800 KiB budget
+// (all of its body but a byte), another 500 KiB request answers 503
+// overloaded with Retry-After before its body is read (a 100 KiB one
+// fits), and once the first is done the second goes through. A chunked
+// body is admitted as its endpoint's largest request.
 func TestInflightCap(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{maxBody: 256 << 10, maxInflight: 800 << 10, readTimeout: 10 * time.Minute, noWorkers: true})
+	e := newEnv(t, envOpts{maxBody: 256 << 10, maxInflight: 800 << 10, readTimeout: 10 * time.Minute, minBodyRate: -1, noWorkers: true})
 	const key = "POST /v1/topics/{topic}/timers"
-	body := func(id string, n int) string {
-		s := fmt.Sprintf(`{"id":%q,"delay":"1h","body":"x"}`, id)
-		return s + strings.Repeat(" ", n-len(s))
-	}
 
 	holder := dialRaw(t, e)
-	a := body("a", 500<<10)
+	a := paddedTimer("a", 500<<10)
 	// Expect: 100-continue: the server answers "100 Continue" when the
-	// handler starts reading the body, after the request's bytes are
-	// reserved.
+	// handler starts reading the body.
 	holder.head("POST", "/v1/topics/t/timers", int64(len(a)), "Expect: 100-continue")
-	_ = holder.conn.SetReadDeadline(time.Now().Add(answerBound))
-	if line, err := holder.br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
-		t.Fatalf("holder: %q, %v; want 100 Continue", line, err)
-	}
-	if line, err := holder.br.ReadString('\n'); err != nil || line != "\r\n" {
-		t.Fatalf("holder: %q, %v after 100 Continue", line, err)
-	}
-	if err := holder.write(a[:len(a)/2]); err != nil {
+	holder.continued()
+	if err := holder.write(a[:len(a)-1]); err != nil {
 		t.Fatal(err)
 	}
-	refused := dialRaw(t, e)
-	refused.head("POST", "/v1/topics/t/timers", 500<<10)
+	// The server holds what arrived once its handler has read it: the
+	// 500 KiB request is refused from then on.
+	refused := waitRefused(t, e, 500<<10)
 	resp, code := refused.answer(key)
 	if resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" || resp.Header.Get("Retry-After") != "1" || !resp.Close {
 		t.Errorf("a 500 KiB request while 500 KiB are held: %d %s, Retry-After %q, Connection: close %v; want 503 overloaded, 1, close",
@@ -238,13 +234,13 @@ func TestInflightCap(t *testing.T) {
 	}
 	refused.closed("overloaded")
 	chunked := dialRaw(t, e)
-	chunked.head("POST", "/v1/topics/t/timers", -1) // counts as the endpoint's limit, 576 KiB
+	chunked.head("POST", "/v1/topics/t/timers", -1) // admitted as the endpoint's limit, 576 KiB
 	if resp, code := chunked.answer(key); resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" {
 		t.Errorf("a chunked request while 500 KiB are held: %d %s, want 503 overloaded", resp.StatusCode, code)
 	}
 
 	small := dialRaw(t, e)
-	b := body("small", 100<<10)
+	b := paddedTimer("small", 100<<10)
 	small.head("POST", "/v1/topics/t/timers", int64(len(b)))
 	if err := small.write(b); err != nil {
 		t.Fatal(err)
@@ -253,14 +249,14 @@ func TestInflightCap(t *testing.T) {
 		t.Errorf("a 100 KiB request within the budget: %d %s, want 201", resp.StatusCode, code)
 	}
 
-	if err := holder.write(a[len(a)/2:]); err != nil {
+	if err := holder.write(a[len(a)-1:]); err != nil {
 		t.Fatal(err)
 	}
 	if resp, code := holder.answer(key); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("the holder's request: %d %s, want 201", resp.StatusCode, code)
 	}
 	again := dialRaw(t, e)
-	c := body("c", 500<<10)
+	c := paddedTimer("c", 500<<10)
 	again.head("POST", "/v1/topics/t/timers", int64(len(c)))
 	if err := again.write(c); err != nil {
 		t.Fatal(err)
@@ -273,6 +269,156 @@ func TestInflightCap(t *testing.T) {
 	}
 }
 
+// paddedTimer is a timer request of n bytes.
+func paddedTimer(id string, n int) string {
+	s := fmt.Sprintf(`{"id":%q,"delay":"1h","body":"x"}`, id)
+	return s + strings.Repeat(" ", n-len(s))
+}
+
+// continued reads the "100 Continue" interim answer.
+func (c *rawConn) continued() {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+	if line, err := c.br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100") {
+		c.t.Fatalf("%q, %v; want 100 Continue", line, err)
+	}
+	if line, err := c.br.ReadString('\n'); err != nil || line != "\r\n" {
+		c.t.Fatalf("%q, %v after 100 Continue", line, err)
+	}
+}
+
+// waitRefused sends the headers of an n-byte request on new connections
+// until one is refused (the bytes held elsewhere having arrived in the
+// server's handler), and returns that connection with its answer unread.
+func waitRefused(t *testing.T, e *env, n int64) *rawConn {
+	t.Helper()
+	deadline := time.Now().Add(answerBound)
+	for {
+		c := dialRaw(t, e)
+		c.head("POST", "/v1/topics/t/timers", n, "Expect: 100-continue")
+		_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+		line, err := c.br.Peek(12)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		if string(line) != "HTTP/1.1 100" {
+			return c
+		}
+		_ = c.conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the held bytes never counted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBudgetChargedAsBytesArrive: a request holds what it has sent, not
+// what it declared: while one declared 600 KiB of an 800 KiB budget and
+// sent 100 KiB, a 500 KiB request fits. The budget stays a bound: bytes
+// that arrive when others have filled it fail their request with 503
+// overloaded (its connection closed, nothing stored), and the request
+// that filled it goes through.
+func TestBudgetChargedAsBytesArrive(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{maxBody: 512 << 10, maxInflight: 800 << 10, readTimeout: 10 * time.Minute, minBodyRate: -1, noWorkers: true})
+	const key = "POST /v1/topics/{topic}/timers"
+	start := func(id string, size, send int) (*rawConn, string) {
+		c := dialRaw(t, e)
+		body := paddedTimer(id, size)
+		c.head("POST", "/v1/topics/t/timers", int64(size))
+		if err := c.write(body[:send]); err != nil {
+			t.Fatal(err)
+		}
+		return c, body
+	}
+	a, abody := start("a", 600<<10, 100<<10)
+	b, _ := start("b", 500<<10, 500<<10) // declared 600 KiB + 500 KiB > 800 KiB: refused if declared sizes were reserved
+	if resp, code := b.answer(key); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a 500 KiB request while another declared 600 KiB and sent 100 KiB: %d %s, want 201", resp.StatusCode, code)
+	}
+	// c fills the budget (a's 100 KiB + c's 650 KiB), then a's next bytes
+	// no longer fit.
+	c, cbody := start("c", 700<<10, 650<<10)
+	probe := waitRefused(t, e, 60<<10) // more than 740 KiB held
+	if resp, code := probe.answer(key); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("probe: %d %s", resp.StatusCode, code)
+	}
+	if err := a.write(abody[100<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, code := a.answer(key)
+	if resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" || !resp.Close {
+		t.Errorf("a's bytes past the budget: %d %s, close %v; want 503 overloaded, close", resp.StatusCode, code, resp.Close)
+	}
+	if err := c.write(cbody[650<<10:]); err != nil {
+		t.Fatal(err)
+	}
+	if resp, code := c.answer(key); resp.StatusCode != http.StatusCreated {
+		t.Errorf("c: %d %s, want 201", resp.StatusCode, code)
+	}
+	if _, err := e.client.Get(t.Context(), "t", "a"); !errors.Is(err, ontime.ErrNotFound) {
+		t.Errorf("a was stored (%v)", err)
+	}
+}
+
+// TestSlowSendersDoNotStarve: four connections that declare the largest
+// batch (16 MiB each, the whole default budget of 64 MiB) and trickle a
+// byte every 50 ms hold only the bytes they sent: 20 publishes sent
+// meanwhile all succeed. The tricklers are cut (408, below min_body_rate)
+// after a rate window or two, long before read_timeout (10 minutes here),
+// and their connections closed.
+func TestSlowSendersDoNotStarve(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{readTimeout: 10 * time.Minute, noWorkers: true})
+	const batchKey = "POST /v1/topics/{topic}/timers:batch"
+	limit := server.BatchRequestLimit(1 << 20)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var slow []*rawConn
+	started := time.Now()
+	for range 4 {
+		c := dialRaw(t, e)
+		// The server answers "100 Continue" when the handler starts
+		// reading the body: the request is admitted (with the declared
+		// size reserved, before the fix) before the publishes go.
+		c.head("POST", "/v1/topics/t/timers:batch", limit, "Expect: 100-continue")
+		c.continued()
+		slow = append(slow, c)
+		wg.Go(func() { c.trickle(stop) })
+	}
+	var pub sync.WaitGroup
+	codes := make([]int, 20)
+	for i := range codes {
+		pub.Add(1)
+		go func() {
+			defer pub.Done()
+			r := e.do("POST", "/v1/topics/p/timers", fmt.Sprintf(`{"id":"p-%d","delay":"1h"}`, i))
+			codes[i] = r.status
+		}()
+	}
+	pub.Wait()
+	for i, c := range codes {
+		if c != http.StatusCreated {
+			t.Errorf("publish %d while 4 clients trickle 16 MiB batches: %d, want 201", i, c)
+		}
+	}
+	for _, c := range slow {
+		resp, code := c.answer(batchKey)
+		if resp.StatusCode != http.StatusRequestTimeout || code != "request_timeout" {
+			t.Errorf("a trickled batch: %d %s, want 408 request_timeout", resp.StatusCode, code)
+		}
+		c.closed("trickled batch")
+	}
+	if d := time.Since(started); d > 5*time.Minute {
+		t.Errorf("the tricklers were cut after %v: read_timeout, not the minimum rate", d)
+	}
+	close(stop)
+	wg.Wait()
+	if n, err := e.client.Count(t.Context(), "p"); err != nil || n.Scheduled != 20 {
+		t.Errorf("count %+v, %v: want the 20 publishes", n, err)
+	}
+}
+
 // TestWatchOutlivesReadTimeout: the body read timeout does not touch
 // requests without a body: a watch stream open for several read timeouts
 // still gets its timer.
@@ -280,7 +426,7 @@ func TestWatchOutlivesReadTimeout(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{readTimeout: 100 * time.Millisecond})
 	c := dialRaw(t, e)
-	if err := c.write("GET /v1/topics/w/watch HTTP/1.1\r\nHost: ontime.test\r\n\r\n"); err != nil {
+	if err := c.write("GET /v1/topics/w/watch HTTP/1.1\r\nHost: " + c.host + "\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))

@@ -31,31 +31,35 @@ var validBody = map[string]any{
 	"POST /v1/topics/{topic}/watch:ack":    `{"ids":["e-1"]}`,
 }
 
-// TestAuthEveryOperation: with tokens on, every documented operation that
-// documents 401 answers it without a token, and only /healthz and /readyz
-// do not document it.
-func TestAuthEveryOperation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, envOpts{tokens: []string{"tok"}})
-	var open []string
-	for _, o := range spec.Operations() {
-		if !slices.Contains(o.Statuses, http.StatusUnauthorized) {
-			open = append(open, o.Method+" "+o.Path)
-			continue
-		}
-		r := e.do(o.Method, concrete(o.Path), validBody[o.Method+" "+o.Path])
-		e.want(r, 401, "unauthorized")
-	}
-	if !slices.Equal(open, []string{"GET /healthz", "GET /readyz"}) {
-		t.Errorf("operations without auth: %v, want only the health checks", open)
-	}
-}
-
 // storeDown checks that with the store unreachable every operation that
-// talks to it answers 503 store_unavailable, /readyz included, and /healthz
-// still 200.
-func storeDown(t *testing.T, e *env) {
+// talks to it answers 503 store_unavailable, /readyz 503
+// {"status":"unavailable"}, and /healthz still 200; that no answer holds
+// the store's own words (leak: an address, "connection refused", "driver
+// closed"), and that each answer's request id (header and body) names the
+// log line that has them.
+func storeDown(t *testing.T, e *env, leak ...string) {
 	t.Helper()
+	check := func(key string, r *response, rid string) {
+		t.Helper()
+		for _, l := range leak {
+			if strings.Contains(string(r.body), l) {
+				t.Errorf("%s with the store down: the answer %s holds the store's error (%q)", key, r.body, l)
+			}
+		}
+		if rid == "" || r.header.Get("X-Request-Id") != rid {
+			t.Errorf("%s: request id %q in the body, %q in X-Request-Id", key, rid, r.header.Get("X-Request-Id"))
+			return
+		}
+		logged := false
+		for line := range strings.SplitSeq(e.logs.String(), "\n") {
+			if strings.Contains(line, `"request_id":"`+rid+`"`) && strings.Contains(line, leak[0]) {
+				logged = true
+			}
+		}
+		if !logged {
+			t.Errorf("%s: no log line with request id %s and the store's error", key, rid)
+		}
+	}
 	for _, o := range spec.Operations() {
 		key := o.Method + " " + o.Path
 		if !slices.Contains(o.Statuses, http.StatusServiceUnavailable) || key == "GET /v1/topics/{topic}/watch" || key == "POST /v1/topics/{topic}/watch:ack" {
@@ -65,9 +69,21 @@ func storeDown(t *testing.T, e *env) {
 			continue
 		}
 		r := e.do(o.Method, concrete(o.Path), validBody[key])
-		if r.status != 503 || r.code() != "store_unavailable" {
+		if key == "GET /readyz" {
+			var st wire.Status
+			r.json(t, &st)
+			if r.status != 503 || st.Status != "unavailable" || st.Error != "" {
+				t.Errorf("%s with the store down: %d %s, want 503 {\"status\":\"unavailable\"} and no error", key, r.status, r.body)
+			}
+			check(key, r, st.RequestID)
+			continue
+		}
+		var er wire.Error
+		r.json(t, &er)
+		if r.status != 503 || er.Error.Code != "store_unavailable" {
 			t.Errorf("%s with the store down: %d %s, want 503 store_unavailable", key, r.status, r.body)
 		}
+		check(key, r, er.Error.RequestID)
 	}
 	e.want(e.do("GET", "/healthz", nil), 200, "")
 }
@@ -83,7 +99,7 @@ func TestStoreDown(t *testing.T) {
 		if err := e.drv.Close(); err != nil {
 			t.Fatal(err)
 		}
-		storeDown(t, e)
+		storeDown(t, e, "closed")
 	})
 	t.Run("redis", func(t *testing.T) {
 		t.Parallel()
@@ -93,7 +109,8 @@ func TestStoreDown(t *testing.T) {
 		e.want(e.do("GET", "/readyz", nil), 200, "")
 		e.want(e.do("POST", "/v1/topics/t/timers", `{"delay":"1h"}`), 201, "")
 		rs.Stop()
-		storeDown(t, e)
+		_, port, _ := strings.Cut(rs.Addr, ":")
+		storeDown(t, e, port, "refused")
 	})
 }
 

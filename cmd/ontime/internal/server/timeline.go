@@ -51,7 +51,7 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err)))
 			return
 		}
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.Timeline{
@@ -131,7 +131,7 @@ func (s *Server) fireTimer(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errorf(http.StatusConflict, "leased", "the timer is being delivered (a worker holds its lease); it cannot be fired again now"))
 			return
 		}
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	if s.o.Dispatcher != nil {

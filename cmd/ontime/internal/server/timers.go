@@ -67,11 +67,11 @@ func (s *Server) createTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.publish(r, topic, []parsed{p})
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	if res[0].Err != nil {
-		writeError(w, s.storeError(r, res[0].Err))
+		writeError(w, s.storeError(w, r, res[0].Err))
 		return
 	}
 	w.Header().Set("Location", timerURL(topic, res[0].ID))
@@ -119,14 +119,14 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.publish(r, topic, ps)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	out := wire.BatchResult{Results: make([]wire.BatchItem, len(res))}
 	for i, pr := range res {
 		it := wire.BatchItem{ID: pr.ID, Topic: topic, Status: http.StatusCreated}
 		if pr.Err != nil {
-			ae := s.storeError(r, pr.Err)
+			ae := s.storeError(w, r, pr.Err)
 			it.Status = ae.status
 			it.Error = &wire.ErrorBody{Code: ae.code, Message: ae.msg}
 		} else {
@@ -138,7 +138,9 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func timerJSON(ti *ontime.TimerInfo) wire.Timer {
+// timerJSON is a timer's answer; a body over bodyLimit bytes (> 0) is cut
+// (wire.CutBody).
+func timerJSON(ti *ontime.TimerInfo, bodyLimit int) wire.Timer {
 	t := wire.Timer{
 		ID: ti.ID, Topic: ti.Topic, DueAt: ti.Due.UTC(), State: string(ti.State), Attempt: ti.Attempt,
 		LastError: ti.LastError, Headers: ti.Headers, CorrelationID: ti.CorrelationID, ContentType: ti.ContentType,
@@ -150,7 +152,11 @@ func timerJSON(ti *ontime.TimerInfo) wire.Timer {
 		lu := ti.LeaseUntil.UTC()
 		t.LeaseUntil = &lu
 	}
-	t.Body, t.BodyBase64 = wire.BodyJSON(ti.ContentType, ti.Body)
+	if cut, ok := wire.CutBody(ti.ContentType, ti.Body, bodyLimit); ok {
+		t.BodyCut = cut
+	} else {
+		t.Body, t.BodyBase64 = wire.BodyJSON(ti.ContentType, ti.Body)
+	}
 	if ti.DecodeError != "" && t.LastError == "" {
 		t.LastError = "stored envelope does not decode: " + ti.DecodeError
 	}
@@ -170,10 +176,10 @@ func (s *Server) getTimer(w http.ResponseWriter, r *http.Request) {
 	}
 	ti, err := s.o.Client.Get(r.Context(), topic, id)
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, timerJSON(ti))
+	writeJSON(w, http.StatusOK, timerJSON(ti, 0))
 }
 
 func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
@@ -188,25 +194,28 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.Client.Cancel(r.Context(), topic, id); err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// listOptions reads before, limit and cursor. Each may be given once; one
-// that is given must not be empty (an empty cursor would silently start
-// over at page 1). A cursor the store did not make is refused by the store
-// (ErrInvalid, answered as invalid_query by listError).
-func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
+// listOptions reads before, limit, cursor and body_limit. Each may be
+// given once; one that is given must not be empty (an empty cursor would
+// silently start over at page 1). A cursor the store did not make is
+// refused by the store (ErrInvalid, answered as invalid_query by
+// listError). body_limit (1 to 1 MiB; 0: whole bodies) cuts each body
+// longer than that (wire.CutBody), so that a page of large bodies stays
+// small: a dashboard's list loads the first KiB of each.
+func listOptions(r *http.Request) (ontime.ListOptions, int, *apiError) {
 	var o ontime.ListOptions
 	q := r.URL.Query()
-	for _, k := range []string{"before", "limit", "cursor"} {
+	for _, k := range []string{"before", "limit", "cursor", "body_limit"} {
 		switch vs := q[k]; {
 		case len(vs) > 1:
-			return o, errorf(http.StatusBadRequest, "invalid_query", "%s is given %d times; give it once", k, len(vs))
+			return o, 0, errorf(http.StatusBadRequest, "invalid_query", "%s is given %d times; give it once", k, len(vs))
 		case len(vs) == 1 && vs[0] == "":
-			return o, errorf(http.StatusBadRequest, "invalid_query", "%s is empty; leave it out instead", k)
+			return o, 0, errorf(http.StatusBadRequest, "invalid_query", "%s is empty; leave it out instead", k)
 		}
 	}
 	if v := q.Get("before"); v != "" {
@@ -214,28 +223,36 @@ func listOptions(r *http.Request) (ontime.ListOptions, *apiError) {
 		if e != nil {
 			e.code = "invalid_query"
 			e.msg = "before: " + e.msg
-			return o, e
+			return o, 0, e
 		}
 		o.Before = at
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			return o, errorf(http.StatusBadRequest, "invalid_query", "limit %q: want an integer from 1 to 1000", v)
+			return o, 0, errorf(http.StatusBadRequest, "invalid_query", "limit %q: want an integer from 1 to 1000", v)
 		}
 		o.Limit = n
 	}
+	bodyLimit := 0
+	if v := q.Get("body_limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1<<20 {
+			return o, 0, errorf(http.StatusBadRequest, "invalid_query", "body_limit %q: want an integer from 1 to %d (bytes)", v, 1<<20)
+		}
+		bodyLimit = n
+	}
 	o.Cursor = q.Get("cursor")
-	return o, nil
+	return o, bodyLimit, nil
 }
 
 // listError answers a failed List or DeadLetters: the store refuses a
 // malformed cursor with ErrInvalid (invalid_query).
-func (s *Server) listError(r *http.Request, err error) *apiError {
+func (s *Server) listError(w http.ResponseWriter, r *http.Request, err error) *apiError {
 	if errors.Is(err, ontime.ErrInvalid) {
 		return errorf(http.StatusBadRequest, "invalid_query", "%s", trimInvalid(err))
 	}
-	return s.storeError(r, err)
+	return s.storeError(w, r, err)
 }
 
 func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
@@ -244,19 +261,19 @@ func (s *Server) listTimers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	opts, e := listOptions(r)
+	opts, bodyLimit, e := listOptions(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	page, err := s.o.Client.List(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.listError(r, err))
+		writeError(w, s.listError(w, r, err))
 		return
 	}
 	out := wire.TimerPage{Timers: make([]wire.Timer, len(page.Timers)), NextCursor: page.NextCursor}
 	for i := range page.Timers {
-		out.Timers[i] = timerJSON(&page.Timers[i])
+		out.Timers[i] = timerJSON(&page.Timers[i], bodyLimit)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -293,7 +310,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) {
 		err = res[0].Err
 	}
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	w.Header().Set("Location", timerURL(MessagesTopic, res[0].ID))

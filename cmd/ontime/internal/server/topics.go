@@ -3,52 +3,145 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-// topicStats counts every topic the store lists, plus the configured ones
-// and those with activity in the last minute.
-func (s *Server) topicStats(r *http.Request) ([]wire.TopicStats, *apiError) {
+// topicNames returns the topics the API lists, sorted: those the store
+// holds (Client.Topics: one call; on Redis two round trips whatever the
+// number of topics), the configured ones, and those with activity in the
+// last minute (a topic emptied meanwhile is still listed).
+func (s *Server) topicNames(w http.ResponseWriter, r *http.Request) ([]string, map[string]activity.Stats, *apiError) {
 	names, err := s.o.Client.Topics(r.Context())
 	if err != nil {
-		return nil, s.storeError(r, err)
+		return nil, nil, s.storeError(w, r, err)
 	}
 	var recent map[string]activity.Stats
-	extra := slices.Clone(s.o.Topics)
+	names = append(names, s.o.Topics...)
 	if s.o.Activity != nil {
 		recent = s.o.Activity.Snapshot()
-		for t := range recent { // a topic emptied in the last minute is still listed
-			extra = append(extra, t)
+		for t := range recent {
+			names = append(names, t)
 		}
 	}
-	names = append(names, extra...)
 	slices.Sort(names)
 	names = slices.Compact(names)
-	out := make([]wire.TopicStats, 0, len(names))
+	out := names[:0]
 	for _, name := range names {
-		if wire.ValidateTopic(name) != nil {
-			continue // a foreign key the API cannot address
+		if wire.ValidateTopic(name) == nil { // not a foreign key the API cannot address
+			out = append(out, name)
 		}
-		c, err := s.o.Client.Count(r.Context(), name)
+	}
+	return out, recent, nil
+}
+
+// countTopics counts the timers of topics (named without the Client's
+// prefix). A store that counts many topics in one call
+// (ontimedriver.TopicCounter, found on Client.Driver(): one pipeline on
+// Redis, one transaction on the embedded store) is asked once, so a
+// refresh of the topics page costs the same few round trips with 5 or
+// 5,000 topics; another is asked once per topic.
+func (s *Server) countTopics(ctx context.Context, topics []string) ([]ontime.Counts, error) {
+	if tc, ok := s.o.Client.Driver().(ontimedriver.TopicCounter); ok {
+		p := s.o.Client.Prefix()
+		full := topics
+		if p != "" {
+			full = make([]string, len(topics))
+			for i, t := range topics {
+				full[i] = p + t
+			}
+		}
+		return tc.CountTopics(ctx, full)
+	}
+	out := make([]ontime.Counts, len(topics))
+	for i, t := range topics {
+		c, err := s.o.Client.Count(ctx, t)
 		if err != nil {
-			return nil, s.storeError(r, err)
+			return nil, err
 		}
-		ts := wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead}
-		if s.o.Activity != nil {
-			ts.LastMinute = activityJSON(recent[name])
-		}
-		out = append(out, ts)
+		out[i] = c
 	}
 	return out, nil
 }
 
+// topicStats counts names and adds each one's last minute.
+func (s *Server) topicStats(w http.ResponseWriter, r *http.Request, names []string, recent map[string]activity.Stats) ([]wire.TopicStats, *apiError) {
+	counts, err := s.countTopics(r.Context(), names)
+	if err != nil {
+		return nil, s.storeError(w, r, err)
+	}
+	out := make([]wire.TopicStats, len(names))
+	for i, name := range names {
+		c := counts[i]
+		out[i] = wire.TopicStats{Topic: name, Scheduled: c.Scheduled, Leased: c.Leased, Dead: c.Dead}
+		if s.o.Activity != nil {
+			out[i].LastMinute = activityJSON(recent[name])
+		}
+	}
+	return out, nil
+}
+
+// maxTopicsPage caps the limit of GET /v1/topics.
+const maxTopicsPage = 10000
+
+// listTopics answers GET /v1/topics: every topic with its counts, sorted
+// by name, or a page of them: limit (1 to 10,000), after (the last topic
+// of the previous page), contains (topics whose name holds this text, in
+// any letter case). The body stays an array; a page that is not the last
+// has a Link header (RFC 8288) with rel="next".
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
-	out, e := s.topicStats(r)
+	q := r.URL.Query()
+	for _, k := range []string{"limit", "after", "contains"} {
+		switch vs := q[k]; {
+		case len(vs) > 1:
+			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "%s is given %d times; give it once", k, len(vs)))
+			return
+		case len(vs) == 1 && vs[0] == "":
+			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "%s is empty; leave it out instead", k))
+			return
+		}
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTopicsPage {
+			writeError(w, errorf(http.StatusBadRequest, "invalid_query", "limit %q: want an integer from 1 to %d", v, maxTopicsPage))
+			return
+		}
+		limit = n
+	}
+	names, recent, e := s.topicNames(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	after, contains := q.Get("after"), strings.ToLower(q.Get("contains"))
+	if after != "" || contains != "" {
+		kept := names[:0]
+		for _, n := range names {
+			if n > after && (contains == "" || strings.Contains(strings.ToLower(n), contains)) {
+				kept = append(kept, n)
+			}
+		}
+		names = kept
+	}
+	if limit > 0 && len(names) > limit {
+		names = names[:limit]
+		next := url.Values{"limit": {strconv.Itoa(limit)}, "after": {names[limit-1]}}
+		if contains != "" {
+			next.Set("contains", q.Get("contains"))
+		}
+		w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
+	}
+	out, e := s.topicStats(w, r, names, recent)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -56,8 +149,36 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// getTopic answers GET /v1/topics/{topic}: one topic's counts and last
+// minute (zeros for a topic that holds nothing).
+func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var recent map[string]activity.Stats
+	if s.o.Activity != nil {
+		recent = s.o.Activity.Snapshot()
+	}
+	out, e := s.topicStats(w, r, []string{topic}, recent)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, out[0])
+}
+
+// stats answers GET /v1/stats: the totals over every topic (counted in one
+// store call where the store can, see countTopics) and this server's
+// delivery counters.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	ts, e := s.topicStats(r)
+	names, recent, e := s.topicNames(w, r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ts, e := s.topicStats(w, r, names, recent)
 	if e != nil {
 		writeError(w, e)
 		return
@@ -75,7 +196,9 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func deadJSON(d *ontime.DeadLetterInfo) wire.DeadLetter {
+// deadJSON is a dead letter's answer; a body over bodyLimit bytes (> 0)
+// is cut (wire.CutBody).
+func deadJSON(d *ontime.DeadLetterInfo, bodyLimit int) wire.DeadLetter {
 	out := wire.DeadLetter{
 		ID: d.ID, Topic: d.Topic, DueAt: d.Due.UTC(), DiedAt: d.DiedAt.UTC(), Attempt: d.Attempt,
 		Reason: d.Reason, LastError: d.LastError, Headers: d.Headers, CorrelationID: d.CorrelationID,
@@ -84,7 +207,11 @@ func deadJSON(d *ontime.DeadLetterInfo) wire.DeadLetter {
 	if out.Headers == nil {
 		out.Headers = map[string]string{}
 	}
-	out.Body, out.BodyBase64 = wire.BodyJSON(d.ContentType, d.Body)
+	if cut, ok := wire.CutBody(d.ContentType, d.Body, bodyLimit); ok {
+		out.BodyCut = cut
+	} else {
+		out.Body, out.BodyBase64 = wire.BodyJSON(d.ContentType, d.Body)
+	}
 	return out
 }
 
@@ -94,19 +221,19 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	opts, e := listOptions(r)
+	opts, bodyLimit, e := listOptions(r)
 	if e != nil {
 		writeError(w, e)
 		return
 	}
 	page, err := s.o.Client.DeadLetters(r.Context(), topic, opts)
 	if err != nil {
-		writeError(w, s.listError(r, err))
+		writeError(w, s.listError(w, r, err))
 		return
 	}
 	out := wire.DeadPage{Dead: make([]wire.DeadLetter, len(page.Dead)), NextCursor: page.NextCursor}
 	for i := range page.Dead {
-		out.Dead[i] = deadJSON(&page.Dead[i])
+		out.Dead[i] = deadJSON(&page.Dead[i], bodyLimit)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -165,7 +292,7 @@ func (s *Server) deadOp(w http.ResponseWriter, r *http.Request,
 		n, err = some(r.Context(), topic, sel.IDs...)
 	}
 	if err != nil {
-		writeError(w, s.storeError(r, err))
+		writeError(w, s.storeError(w, r, err))
 		return
 	}
 	if n > 0 && s.o.Dispatcher != nil {

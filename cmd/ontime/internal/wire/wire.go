@@ -70,6 +70,40 @@ type Timer struct {
 	ContentType   string            `json:"content_type,omitempty"`
 	Body          json.RawMessage   `json:"body,omitempty"`
 	BodyBase64    *string           `json:"body_base64,omitempty"`
+	BodyCut
+}
+
+// BodyCut stands for a body a list cut (the body_limit parameter): its
+// first bytes and its whole size, in place of body and body_base64.
+type BodyCut struct {
+	// BodyPreview is the body's first bytes (at most body_limit): text and
+	// JSON as text, cut at a character boundary; other bytes as "base64:"
+	// and their base64.
+	BodyPreview *string `json:"body_preview,omitempty"`
+	// BodySize is the whole body's size in bytes.
+	BodySize int `json:"body_size,omitempty"`
+	// BodyTruncated is true when the body was cut.
+	BodyTruncated bool `json:"body_truncated,omitempty"`
+}
+
+// CutBody cuts a body longer than limit bytes (limit > 0) for a list:
+// it returns the BodyCut and true, or false when the body fits.
+func CutBody(contentType string, body []byte, limit int) (BodyCut, bool) {
+	if limit <= 0 || len(body) <= limit {
+		return BodyCut{}, false
+	}
+	head := body[:limit]
+	var p string
+	switch mt := mediaType(contentType); {
+	case (mt == ContentTypeText || mt == ContentTypeJSON) && utf8.Valid(body):
+		for len(head) > 0 && !utf8.Valid(head) { // cut at a character boundary
+			head = head[:len(head)-1]
+		}
+		p = string(head)
+	default:
+		p = "base64:" + base64.StdEncoding.EncodeToString(head[:limit/4*3])
+	}
+	return BodyCut{BodyPreview: &p, BodySize: len(body), BodyTruncated: true}, true
 }
 
 // TimerPage is a page of timers ordered by due time.
@@ -137,6 +171,7 @@ type DeadLetter struct {
 	ContentType   string            `json:"content_type,omitempty"`
 	Body          json.RawMessage   `json:"body,omitempty"`
 	BodyBase64    *string           `json:"body_base64,omitempty"`
+	BodyCut
 }
 
 // DeadPage is a page of dead letters, oldest death first.
@@ -224,10 +259,21 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
+// Status answers /healthz ("ok") and /readyz ("ready", or "unavailable"
+// with the request id, and the store's error for an admin token).
+type Status struct {
+	Status    string `json:"status"`
+	RequestID string `json:"request_id,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
 // ErrorBody says what went wrong: Code is stable, Message is for people.
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RequestID is the answer's request id (the X-Request-Id header),
+	// which the server's log lines about the request carry.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // ValidateTopic checks a topic name of the API and the server's

@@ -83,6 +83,30 @@ function flash(msg, isError) {
 
 // ---- formatting ----
 
+// esc shows a stored string (an id, a body, a header, an error) with every
+// character a reader cannot see, or that changes how the rest reads,
+// written as an escape, as the CLI prints them on a terminal: control
+// characters (\x1b, \u009b, line breaks as \n), Unicode format
+// characters such as the bidirectional overrides (\u202e makes
+// "invoice-\u202egpj.exe" read "invoice-exe.jpg"), line and paragraph
+// separators, private-use and unassigned code points, lone surrogates.
+// Letters, marks, digits, punctuation, symbols and spaces stay. multiline
+// keeps line breaks and tabs (a body in a <pre>).
+const NOT_GRAPHIC = /[^\p{L}\p{M}\p{N}\p{P}\p{S}\p{Zs}]/gu;
+function esc(v, multiline) {
+  const str = String(v === undefined || v === null ? '' : v);
+  return str.replace(NOT_GRAPHIC, (c) => {
+    if (multiline && (c === '\n' || c === '\t')) return c;
+    if (c === '\n') return '\\n';
+    if (c === '\r') return '\\r';
+    if (c === '\t') return '\\t';
+    const cp = c.codePointAt(0);
+    if (cp < 0x80) return '\\x' + cp.toString(16).padStart(2, '0');
+    if (cp <= 0xffff) return '\\u' + cp.toString(16).padStart(4, '0');
+    return '\\U' + cp.toString(16).padStart(8, '0');
+  });
+}
+
 function fmtTime(iso) {
   if (!iso) return '—';
   const d = new Date(iso);
@@ -114,11 +138,33 @@ function lateClass(ms) {
   return 'bad';
 }
 
-function fmtBody(o) {
+// fmtBody is a body as text, escaped (esc): base64 for bytes, JSON
+// indented. A list's cut body (body_limit) is its first bytes and "…".
+function fmtBody(o, multiline) {
+  if (o.body_preview !== undefined && o.body_preview !== null) return esc(o.body_preview, multiline) + '…';
   if (o.body_base64 !== undefined && o.body_base64 !== null) return 'base64:' + o.body_base64;
   if (o.body === undefined || o.body === null) return '';
-  if (typeof o.body === 'string') return o.body;
-  return JSON.stringify(o.body, null, 2);
+  if (typeof o.body === 'string') return esc(o.body, multiline);
+  return esc(JSON.stringify(o.body, null, 2), multiline);
+}
+
+// BODY_LIMIT is the most of each body a list page loads: a page of 50
+// bodies of 1 MiB stays small; a timer's page has all of it.
+const BODY_LIMIT = 1024;
+
+function fmtSize(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1 << 20) return (n / 1024).toFixed(1) + ' KiB';
+  return (n / (1 << 20)).toFixed(1) + ' MiB';
+}
+
+// bodyCell is a list's body cell: the body (or its first KiB), and for a
+// cut one its size and, for a timer, a link to all of it.
+function bodyCell(o, wholeHref) {
+  if (!o.body_truncated) return h('td', {class: 'ellipsis'}, fmtBody(o));
+  return h('td', {class: 'ellipsis cut'}, fmtBody(o), ' ',
+    wholeHref ? h('a', {href: wholeHref, class: 'whole'}, 'whole body (' + fmtSize(o.body_size) + ')')
+      : h('span', {class: 'muted'}, '(' + fmtSize(o.body_size) + ')'));
 }
 
 function stateOf(t) {
@@ -186,19 +232,24 @@ const MAX_TOPIC_ROWS = 500;
 function topicsPage() {
   const page = {filter: ''};
   return Object.assign(page, {
+    // The first MAX_TOPIC_ROWS topics that match the filter (asked of the
+    // server: one call whatever the number of topics), and the totals.
     async load() {
-      const [topics, stats] = await Promise.all([api('GET', 'v1/topics'), api('GET', 'v1/stats')]);
+      const f = page.filter.trim();
+      const q = 'v1/topics?limit=' + (MAX_TOPIC_ROWS + 1) + (f ? '&contains=' + enc(f) : '');
+      const [topics, stats] = await Promise.all([api('GET', q), api('GET', 'v1/stats')]);
       topicNames = topics.map((t) => t.topic);
-      return {topics, stats};
+      return {topics, stats, filter: f};
     },
-    draw({topics, stats}) {
+    draw({topics, stats, filter}) {
       const lm = (t) => t.last_minute || null;
       const f = page.filter.trim().toLowerCase();
       const shown = topics.filter((t) => !f || t.topic.toLowerCase().includes(f));
+      const more = topics.length > MAX_TOPIC_ROWS;
       const rows = shown.slice(0, MAX_TOPIC_ROWS).map((t) => {
         const a = lm(t);
         return h('tr', {'data-topic': t.topic},
-          h('td', {}, h('a', {href: '#/topic/' + enc(t.topic)}, t.topic)),
+          h('td', {}, h('a', {href: '#/topic/' + enc(t.topic)}, esc(t.topic))),
           h('td', {class: 'num scheduled'}, t.scheduled),
           h('td', {class: 'num leased'}, t.leased),
           h('td', {class: 'num dead'}, t.dead > 0 ? h('a', {href: '#/topic/' + enc(t.topic) + '/dead', class: 'bad'}, t.dead) : '0'),
@@ -216,12 +267,13 @@ function topicsPage() {
           stat(stats.scheduled, 'scheduled'), stat(stats.leased, 'being delivered'), stat(stats.dead, 'dead letters'),
           stat(stats.topics, 'topics'), stat(stats.delivered, 'delivered since start'), stat(stats.failed, 'failed attempts'),
           stat(stats.workers, 'workers'), stat(stats.store, 'store')),
-        topics.length > 0 ? h('div', {class: 'toolbar'},
+        topics.length > 0 || filter ? h('div', {class: 'toolbar'},
           h('input', {id: 'filter', placeholder: 'filter topics', value: page.filter, 'aria-label': 'filter topics',
-            oninput: (e) => { page.filter = e.target.value; draw(); }}),
-          h('span', {class: 'muted', id: 'shown'}, shown.length + ' of ' + topics.length + ' topics' +
-            (shown.length > MAX_TOPIC_ROWS ? ', the first ' + MAX_TOPIC_ROWS + ' shown' : ''))) : null,
-        topics.length === 0
+            oninput: (e) => { page.filter = e.target.value; draw(); refresh(); }}),
+          h('span', {class: 'muted', id: 'shown'}, (more ? 'more than ' + MAX_TOPIC_ROWS : Math.min(shown.length, MAX_TOPIC_ROWS)) + ' of ' + stats.topics + ' topics' +
+            (more ? ', the first ' + MAX_TOPIC_ROWS + ' shown' : ''))) : null,
+        topics.length === 0 && filter ? h('p', {class: 'muted'}, 'No topic matches.') : null,
+        topics.length === 0 && !filter
           ? h('p', {class: 'muted'}, 'No topics yet. Schedule a timer: ', h('code', {}, 'ontime schedule reminders "call Bob" --in 90s'))
           : h('table', {id: 'topics'},
             h('thead', {}, h('tr', {},
@@ -252,19 +304,19 @@ function topicPage(topic) {
   const page = {scale: '1m'};
   page.load = async () => {
     const sc = SCALES[page.scale];
-    const [topics, timeline, timers] = await Promise.all([
-      api('GET', 'v1/topics'),
+    const [info, timeline, timers] = await Promise.all([
+      api('GET', topicPath(topic)),
       api('GET', topicPath(topic) + '/timeline?step=' + sc.step + '&buckets=' + sc.buckets),
-      api('GET', topicPath(topic) + '/timers?limit=50'),
+      api('GET', topicPath(topic) + '/timers?limit=50&body_limit=' + BODY_LIMIT),
     ]);
-    return {info: topics.find((t) => t.topic === topic) || {topic, scheduled: 0, leased: 0, dead: 0}, timeline, timers};
+    return {info, timeline, timers};
   };
   page.draw = ({info, timeline, timers}) => {
     const a = info.last_minute;
     const scaleSel = h('select', {id: 'scale', onchange: (e) => { page.scale = e.target.value; refresh(); }},
       Object.entries(SCALES).map(([k, v]) => h('option', {value: k, selected: k === page.scale}, v.label)));
     return [
-      h('h1', {}, topic, ' ', h('small', {}, h('a', {href: '#/topic/' + enc(topic) + '/dead'}, info.dead + ' dead letters'))),
+      h('h1', {}, esc(topic), ' ', h('small', {}, h('a', {href: '#/topic/' + enc(topic) + '/dead'}, info.dead + ' dead letters'))),
       h('div', {class: 'card stats'},
         stat(info.scheduled, 'scheduled'), stat(info.leased, 'being delivered'), stat(info.dead, 'dead letters'),
         stat(timeline.before, 'overdue'),
@@ -281,10 +333,10 @@ function topicPage(topic) {
           h('thead', {}, h('tr', {}, h('th', {}, 'id'), h('th', {}, 'due'), h('th', {}, ''), h('th', {}, 'state'),
             h('th', {class: 'num'}, 'attempt'), h('th', {}, 'body'))),
           h('tbody', {}, timers.timers.map((t) => h('tr', {'data-id': t.id},
-            h('td', {}, h('a', {href: '#/topic/' + enc(topic) + '/timer/' + enc(t.id)}, t.id)),
+            h('td', {class: 'id'}, h('a', {href: '#/topic/' + enc(topic) + '/timer/' + enc(t.id)}, esc(t.id))),
             h('td', {}, fmtTime(t.due_at)), h('td', {class: 'muted'}, fmtIn(t.state === 'leased' ? t.lease_until : t.due_at)),
             h('td', {}, stateOf(t)), h('td', {class: 'num'}, t.attempt),
-            h('td', {class: 'ellipsis'}, fmtBody(t)))))),
+            bodyCell(t, '#/topic/' + enc(topic) + '/timer/' + enc(t.id)))))),
       timers.next_cursor ? h('p', {class: 'muted'}, 'Showing the first 50; find a timer by id above.') : null,
     ];
   };
@@ -329,40 +381,40 @@ function timerPage(topic, id) {
       }
     },
     draw({timer}) {
-      const back = h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + topic));
+      const back = h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + esc(topic)));
       if (!timer) {
-        return [back, h('h1', {}, id),
+        return [back, h('h1', {}, esc(id)),
           h('p', {id: 'gone', class: 'card'}, 'This timer is not scheduled: it fired, was cancelled, or never existed. ',
             h('a', {href: '#/topic/' + enc(topic) + '/dead'}, 'See the dead letters.'))];
       }
       const cancel = h('button', {id: 'cancel', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Cancel this timer?', h('p', {}, 'Timer ', h('code', {}, id), ' of ', h('code', {}, topic), ' will be deleted and never fire.'), 'Cancel timer')) return;
+        if (!await confirmDialog('Cancel this timer?', h('p', {}, 'Timer ', h('code', {}, esc(id)), ' of ', h('code', {}, esc(topic)), ' will be deleted and never fire.'), 'Cancel timer')) return;
         try {
           await api('DELETE', timerPath(topic, id));
-          flash('Cancelled ' + id + '.');
+          flash('Cancelled ' + esc(id) + '.');
           location.hash = '#/topic/' + enc(topic);
         } catch (e) { flash('Cancel failed: ' + e.message, true); }
       }}, 'Cancel…');
       const fire = h('button', {id: 'fire', class: 'primary', disabled: timer.state === 'leased', onclick: async () => {
         try {
           const r = await api('POST', timerPath(topic, id) + '/fire');
-          flash('Fired ' + id + ' (due ' + fmtTime(r.due_at) + ').');
+          flash('Fired ' + esc(id) + ' (due ' + fmtTime(r.due_at) + ').');
           refresh();
         } catch (e) { flash('Fire now failed: ' + e.message, true); }
       }}, 'Fire now');
       const headers = Object.entries(timer.headers || {});
-      return [back, h('h1', {}, id, ' ', stateOf(timer)),
+      return [back, h('h1', {id: 'timer-id'}, esc(id), ' ', stateOf(timer)),
         h('div', {class: 'actions'}, fire, cancel),
         h('div', {class: 'card'}, h('dl', {id: 'timer'},
-          h('dt', {}, 'topic'), h('dd', {}, topic),
+          h('dt', {}, 'topic'), h('dd', {}, esc(topic)),
           h('dt', {}, 'due'), h('dd', {}, fmtTime(timer.due_at), ' ', h('span', {class: 'muted'}, '(' + fmtIn(timer.due_at) + ')')),
           h('dt', {}, 'state'), h('dd', {}, timer.state, timer.lease_until ? ' until ' + fmtTime(timer.lease_until) : ''),
           h('dt', {}, 'attempt'), h('dd', {}, timer.attempt),
-          timer.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'bad'}, timer.last_error)] : null,
-          h('dt', {}, 'correlation id'), h('dd', {}, timer.correlation_id),
-          h('dt', {}, 'content type'), h('dd', {}, timer.content_type || '—'),
-          h('dt', {}, 'headers'), h('dd', {}, headers.length ? h('pre', {}, headers.map(([k, v]) => k + ': ' + v).join('\n')) : '—'),
-          h('dt', {}, 'body'), h('dd', {}, h('pre', {id: 'body'}, fmtBody(timer))))),
+          timer.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'bad', id: 'last-error'}, esc(timer.last_error))] : null,
+          h('dt', {}, 'correlation id'), h('dd', {id: 'correlation-id'}, esc(timer.correlation_id)),
+          h('dt', {}, 'content type'), h('dd', {}, esc(timer.content_type) || '—'),
+          h('dt', {}, 'headers'), h('dd', {}, headers.length ? h('pre', {id: 'headers'}, headers.map(([k, v]) => esc(k) + ': ' + esc(v)).join('\n')) : '—'),
+          h('dt', {}, 'body'), h('dd', {}, h('pre', {id: 'body'}, fmtBody(timer, true))))),
       ];
     },
   };
@@ -370,16 +422,16 @@ function timerPage(topic, id) {
 
 function deadPage(topic) {
   const page = {selected: new Set()};
-  page.load = async () => api('GET', topicPath(topic) + '/dead?limit=200');
+  page.load = async () => api('GET', topicPath(topic) + '/dead?limit=200&body_limit=' + BODY_LIMIT);
   page.draw = (pg) => {
     const ids = pg.dead.map((d) => d.id);
     for (const id of [...page.selected]) if (!ids.includes(id)) page.selected.delete(id);
     const act = async (verb, all) => {
       const sel = [...page.selected];
-      const what = all ? 'every dead letter of ' + topic : sel.length + ' dead letter' + (sel.length === 1 ? '' : 's');
+      const what = all ? 'every dead letter of ' + esc(topic) : sel.length + ' dead letter' + (sel.length === 1 ? '' : 's');
       const n = pg.next_cursor ? 'more than ' + ids.length : String(ids.length);
-      const body = all ? h('p', {}, 'Every dead letter of ' + topic + ' (' + n + ') will be ' + (verb === 'replay' ? 'scheduled again, due now.' : 'deleted for good.'))
-        : [h('p', {}, verb === 'replay' ? 'These will be scheduled again, due now:' : 'These will be deleted for good:'), h('pre', {}, sel.join('\n'))];
+      const body = all ? h('p', {}, 'Every dead letter of ' + esc(topic) + ' (' + n + ') will be ' + (verb === 'replay' ? 'scheduled again, due now.' : 'deleted for good.'))
+        : [h('p', {}, verb === 'replay' ? 'These will be scheduled again, due now:' : 'These will be deleted for good:'), h('pre', {id: 'confirm-ids'}, sel.map((i) => esc(i)).join('\n'))];
       const ok = await confirmDialog((verb === 'replay' ? 'Replay ' : 'Purge ') + what + '?', body,
         verb === 'replay' ? 'Replay' : 'Purge', all ? topic : undefined);
       if (!ok) return;
@@ -394,8 +446,8 @@ function deadPage(topic) {
     const checkAll = h('input', {type: 'checkbox', id: 'select-all', 'aria-label': 'select all', checked: ids.length > 0 && page.selected.size === ids.length,
       onchange: (e) => { if (e.target.checked) ids.forEach((i) => page.selected.add(i)); else page.selected.clear(); draw(); }});
     return [
-      h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + topic)),
-      h('h1', {}, 'Dead letters ', h('small', {}, topic)),
+      h('p', {}, h('a', {href: '#/topic/' + enc(topic)}, '← ' + esc(topic))),
+      h('h1', {}, 'Dead letters ', h('small', {}, esc(topic))),
       h('div', {class: 'actions'},
         h('button', {id: 'replay', class: 'primary', disabled: none, onclick: () => act('replay', false)}, 'Replay selected'),
         h('button', {id: 'purge', class: 'danger', disabled: none, onclick: () => act('purge', false)}, 'Purge selected'),
@@ -407,11 +459,11 @@ function deadPage(topic) {
           h('thead', {}, h('tr', {}, h('th', {}, checkAll), h('th', {}, 'id'), h('th', {}, 'died'), h('th', {}, 'reason'),
             h('th', {class: 'num'}, 'attempts'), h('th', {}, 'error'), h('th', {}, 'body'))),
           h('tbody', {}, pg.dead.map((d) => h('tr', {'data-id': d.id},
-            h('td', {}, h('input', {type: 'checkbox', 'aria-label': 'select ' + d.id, checked: page.selected.has(d.id),
+            h('td', {}, h('input', {type: 'checkbox', 'aria-label': 'select ' + esc(d.id), checked: page.selected.has(d.id),
               onchange: (e) => { if (e.target.checked) page.selected.add(d.id); else page.selected.delete(d.id); draw(); }})),
-            h('td', {}, d.id), h('td', {}, fmtTime(d.died_at)), h('td', {}, h('span', {class: 'pill dead'}, d.reason)),
-            h('td', {class: 'num'}, d.attempt), h('td', {class: 'bad error'}, d.last_error || ''),
-            h('td', {class: 'ellipsis'}, fmtBody(d)))))),
+            h('td', {class: 'id'}, esc(d.id)), h('td', {}, fmtTime(d.died_at)), h('td', {}, h('span', {class: 'pill dead'}, esc(d.reason))),
+            h('td', {class: 'num'}, d.attempt), h('td', {class: 'bad error'}, esc(d.last_error || '')),
+            bodyCell(d))))),
       pg.next_cursor ? h('p', {class: 'muted'}, 'Showing the oldest 200.') : null,
     ];
   };
