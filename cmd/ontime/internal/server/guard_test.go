@@ -322,6 +322,9 @@ func TestAuthEveryOperation(t *testing.T) {
 		switch {
 		case strings.HasSuffix(o.Path, ":replay"), strings.HasSuffix(o.Path, ":purge"):
 			want = server.RoleAdmin
+		case strings.HasSuffix(o.Path, "/watch:ack"):
+			// Confirming a watch stream's events is part of watching.
+			want = server.RoleRead
 		case o.Method != "GET":
 			want = server.RoleWrite
 		}
