@@ -83,7 +83,6 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("NewClient: %w", err)
 	}
-	lp, ok := d.(ontimedriver.LegacyPayloads)
 	drv := d
 	if len(hooks.store) > 0 {
 		drv = &observedDriver{Driver: d, hooks: hooks.store, log: c.Logger}
@@ -94,7 +93,7 @@ func NewClient(d ontimedriver.Driver, cfg *Config) (*Client, error) {
 		prefix:  c.Prefix,
 		log:     c.Logger,
 		maxBody: c.MaxBodyBytes,
-		lenient: ok && lp.AcceptsLegacyPayloads(),
+		lenient: ontimedriver.AcceptsLegacyPayloads(drv),
 		hooks:   hooks,
 	}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ontime-go/ontime/ontimedriver"
 	"strings"
 	"time"
 
@@ -94,13 +93,6 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	// A false DisableHeartbeat is the zero value: it takes the default's.
 	o.DisableHeartbeat = o.DisableHeartbeat || def.DisableHeartbeat
 	return o
-}
-
-// slowClaims reports whether d says its claims are slow next to a quick
-// handler (ontimedriver.SlowClaims).
-func slowClaims(d ontimedriver.Driver) bool {
-	s, ok := d.(ontimedriver.SlowClaims)
-	return ok && s.SlowClaims()
 }
 
 func (o TopicOptions) withDefaults() TopicOptions {

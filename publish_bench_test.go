@@ -26,6 +26,8 @@ type countingDriver struct {
 	busy          atomic.Int64 // ns spent in Schedule, summed over calls
 }
 
+func (d *countingDriver) Unwrap() ontimedriver.Driver { return d.Driver }
+
 func (d *countingDriver) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	d.calls.Add(1)
 	d.timers.Add(int64(len(ts)))

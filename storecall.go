@@ -47,18 +47,18 @@ type StoreCall struct {
 
 // observedDriver is the Driver a Client uses when it has StoreCallHooks:
 // each call it times is reported to them. It embeds the Driver, so a
-// method it does not time is passed straight through.
+// method it does not time is passed straight through, and it unwraps to
+// it, so the store's optional interfaces (ontimedriver.As) stay in view.
 type observedDriver struct {
 	ontimedriver.Driver
 	hooks []StoreCallHook
 	log   *slog.Logger
 }
 
-// AcceptsLegacyPayloads forwards the wrapped driver's answer.
-func (o *observedDriver) AcceptsLegacyPayloads() bool {
-	lp, ok := o.Driver.(ontimedriver.LegacyPayloads)
-	return ok && lp.AcceptsLegacyPayloads()
-}
+var _ ontimedriver.Wrapper = (*observedDriver)(nil)
+
+// Unwrap returns the observed driver.
+func (o *observedDriver) Unwrap() ontimedriver.Driver { return o.Driver }
 
 func (o *observedDriver) report(ctx context.Context, op, topic string, start time.Time, err error) {
 	c := StoreCall{Op: op, Topic: topic, Duration: time.Since(start), Err: err}

@@ -51,8 +51,8 @@ func (w *Worker) registerPattern(pattern string, h rawHandler, opts *TopicOption
 	if err := ontimedriver.ValidatePattern(full); err != nil {
 		return fmt.Errorf("HandleTopics: %w", err)
 	}
-	idx, ok := w.client.orig.(ontimedriver.TopicIndex)
-	if !ok || !idx.TopicIndexed() {
+	idx, ok := ontimedriver.IndexedTopics(w.client.drv)
+	if !ok {
 		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot, so serve its topics with Handle; on a Redis Cluster set ontimeredis.Options.ClusterTopicIndex)", full)
 	}
 	o, err := w.topicOptions(full, opts)
@@ -246,7 +246,7 @@ func (p *patternRunner) loop() {
 	// Repair the index once at the start (topics written before the store
 	// kept one, after an upgrade, are in no index), then every
 	// TopicIndexRepair where hints can be lost (a Redis Cluster).
-	repairer, _ := p.idx.(ontimedriver.TopicIndexRepairer)
+	repairer, _ := ontimedriver.As[ontimedriver.TopicIndexRepairer](p.w.client.drv)
 	if repairer != nil {
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 		if err := repairer.SyncTopicIndex(rctx); err != nil && !p.stopping() {

@@ -131,7 +131,7 @@ func (w *Worker) topicOptions(name string, opts *TopicOptions) (TopicOptions, er
 	switch {
 	case o.ClaimAhead < 0:
 		o.ClaimAhead = 0
-	case o.ClaimAhead == 0 && slowClaims(w.client.drv):
+	case o.ClaimAhead == 0 && ontimedriver.ClaimsAreSlow(w.client.drv):
 		o.ClaimAhead = o.ClaimBatch
 	}
 	return o, nil

@@ -204,9 +204,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		// a count of every topic each pass would cost the store more
 		// than everything else an idle server does.
 		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves, MaxTopics: max(cfg.MetricsMaxTopics, 0)}
-		if idx, ok := st.Driver.(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
-			so.Labelled = true
-		}
+		_, so.Labelled = ontimedriver.IndexedTopics(st.Driver)
 		if len(cfg.ServeTopics) == 0 {
 			if len(topics) == 0 {
 				return
