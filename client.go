@@ -554,7 +554,15 @@ func (c *Client) info(topic string, ti *ontimedriver.TimerInfo) TimerInfo {
 }
 
 func (c *Client) decode(payload []byte) (*envelope.Message, error) {
-	if c.lenient {
+	return decodePayload(c.lenient, payload)
+}
+
+// decodePayload decodes a stored payload: leniently (envelope.Decode:
+// legacy JSON forms, raw bodies) for a store whose payloads other programs
+// may have written (ontimedriver.LegacyPayloads), else strictly
+// (envelope.DecodeBinary).
+func decodePayload(lenient bool, payload []byte) (*envelope.Message, error) {
+	if lenient {
 		return envelope.Decode(payload)
 	}
 	return envelope.DecodeBinary(payload)

@@ -149,3 +149,6 @@ func RetryAfter(d time.Duration, err error) error {
 	}
 	return &outcome{kind: outcomeRetryAfter, delay: d, err: err}
 }
+
+// isLeaseLost reports whether err is the store refusing a fenced call.
+func isLeaseLost(err error) bool { return errors.Is(err, ontimedriver.ErrLeaseLost) }

@@ -156,7 +156,7 @@ func typedRaw[T any](h HandlerFunc[T]) rawHandler {
 	decode := bodyDecoder[T]()
 	return func(ctx context.Context, d *delivery, env *envelope.Message) error {
 		m := &Message[T]{
-			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
+			ID: d.t.ID, Topic: d.ex.topic, Raw: env.Body, Due: d.t.Due,
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
 			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}

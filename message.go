@@ -50,13 +50,12 @@ func (m *Message[T]) Ack(ctx context.Context) error {
 // policy's backoff, or dead-lettered past MaxAttempts. The handler's return
 // value is then ignored.
 func (m *Message[T]) Nack(ctx context.Context, err error) error {
-	return m.d.settleNow(ctx, m.d.failure(err, -1), false, err)
+	return m.d.nack(ctx, err)
 }
 
 // Reject drops the timer now: it is deleted and never retried.
 func (m *Message[T]) Reject(ctx context.Context, err error) error {
-	m.d.r.logReject(m.d, err)
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, true, err)
+	return m.d.reject(ctx, err)
 }
 
 // DeadLetter moves the timer to the topic's dead letters now.
@@ -70,12 +69,4 @@ func (m *Message[T]) Snooze(ctx context.Context, d time.Duration) error {
 		d = 0
 	}
 	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: d}, false, nil)
-}
-
-func deadSettlement(reason string, err error) ontimedriver.Settlement {
-	s := ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: reason}
-	if err != nil {
-		s.Error = err.Error()
-	}
-	return s
 }

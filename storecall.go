@@ -60,6 +60,15 @@ var _ ontimedriver.Wrapper = (*observedDriver)(nil)
 // Unwrap returns the observed driver.
 func (o *observedDriver) Unwrap() ontimedriver.Driver { return o.Driver }
 
+// reportStoreCall reports a call the library made around d (the topic
+// index's, which d does not see) to d's StoreCallHooks, if d is a
+// Client's observed driver.
+func reportStoreCall(ctx context.Context, d ontimedriver.Driver, op, topic string, start time.Time, err error) {
+	if o, ok := d.(*observedDriver); ok {
+		o.report(ctx, op, topic, start, err)
+	}
+}
+
 func (o *observedDriver) report(ctx context.Context, op, topic string, start time.Time, err error) {
 	c := StoreCall{Op: op, Topic: topic, Duration: time.Since(start), Err: err}
 	for _, h := range o.hooks {

@@ -272,61 +272,6 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
-// testDelivery is a delivery of a timer at attempt, with policy p.
-func testDelivery(p RetryPolicy, attempt int) *delivery {
-	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
-	w := NewWorker(c, nil)
-	r := &runner{w: w, topic: "t", opts: TopicOptions{Retry: p.withDefaults()}}
-	return &delivery{r: r, t: ontimedriver.ClaimedTimer{ID: "x", Attempt: attempt}, ctx: context.Background()}
-}
-
-func TestSettlementFor(t *testing.T) {
-	p := RetryPolicy{MinDelay: time.Second, Jitter: -1, MaxAttempts: 3}
-	d := testDelivery(p, 1)
-	r := d.r
-	base := errors.New("boom")
-	cases := []struct {
-		name string
-		err  error
-		want ontimedriver.Settlement
-	}{
-		{"nil", nil, ontimedriver.Settlement{Kind: ontimedriver.Ack}},
-		{"error", base, ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: time.Second, Error: "boom"}},
-		{"snooze", Snooze(time.Minute), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
-		{"wrapped snooze", fmt.Errorf("x: %w", Snooze(time.Minute)), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
-		{"reject", Reject(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}},
-		{"dead", DeadLetter(base), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected, Error: "boom"}},
-		{"dead nil", DeadLetter(nil), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected}},
-		{"retry after", RetryAfter(5*time.Second, base), ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: 5 * time.Second, Error: "boom"}},
-		{"undecodable", &undecodableError{base}, ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonUndecodable, Error: "body does not decode: boom"}},
-	}
-	for _, c := range cases {
-		if got := r.settlementFor(d, c.err); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
-		}
-	}
-	last := testDelivery(p, 3)
-	for _, err := range []error{base, RetryAfter(time.Second, base)} {
-		got := last.r.settlementFor(last, err)
-		if got.Kind != ontimedriver.Dead || got.Reason != ontimedriver.ReasonMaxAttempts || got.Error != "boom" {
-			t.Errorf("last attempt, %v: %+v, want dead with max_attempts", err, got)
-		}
-	}
-	// Retry forever.
-	forever := testDelivery(RetryPolicy{MaxAttempts: RetryForever}, 1000)
-	if got := forever.r.settlementFor(forever, base); got.Kind != ontimedriver.Retry {
-		t.Errorf("MaxAttempts -1 at attempt 1000: %+v", got)
-	}
-	// A handler cancelled by a forced shutdown: due again, not a failure.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	d.ctx = ctx
-	r.forced.Store(true)
-	if got := r.settlementFor(d, context.Canceled); got.Kind != ontimedriver.Snooze || got.Delay != 0 {
-		t.Errorf("forced shutdown: %+v, want snooze 0", got)
-	}
-}
-
 func TestStopUnstartedWorker(t *testing.T) {
 	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
 	w := NewWorker(c, nil)
