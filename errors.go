@@ -34,9 +34,10 @@ var (
 	ErrAlreadySettled = errors.New("ontime: message already settled")
 )
 
-// BatchError is PublishBatch's error when the store failed. The batch was
-// sent in chunks of BatchChunkSize timers, in order; the store failed on
-// the chunk of timers [Written, Written+Failed):
+// BatchError is the error of PublishBatch, and of Publish (a batch of
+// one), when the store failed. The batch was sent in chunks of
+// BatchChunkSize timers, in order; the store failed on the chunk of timers
+// [Written, Written+Failed):
 //
 //   - timers [0, Written) are written; PublishBatch returns their results;
 //   - timers [Written, Written+Failed) are all written or none is (one
@@ -68,6 +69,13 @@ type BatchError struct {
 func (e *BatchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ontime: publish to %q: ", e.Topic)
+	if e.Total == 1 {
+		// Publish, or a batch of one: nothing to tell apart.
+		if e.Err != nil {
+			b.WriteString(e.Err.Error())
+		}
+		return b.String()
+	}
 	if e.Written > 0 {
 		fmt.Fprintf(&b, "timers [0, %d) written, ", e.Written)
 	}

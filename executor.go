@@ -106,10 +106,7 @@ func (e *executor) execute(d *delivery) {
 		e.endWithoutHandler(d, deadSettlement(ontimedriver.ReasonUndecodable, err), err)
 		return
 	}
-	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env)
-	if d.info.CorrelationID == "" {
-		d.info.CorrelationID = d.t.ID // envelopes without one (legacy, raw)
-	}
+	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env, d.t.ID)
 	if d.t.Attempt > 1 && e.retry.exhausted(d.t.Attempt-1) {
 		// Earlier deliveries used up MaxAttempts without an outcome: the
 		// process died in them (a message that crashes its handler's

@@ -142,7 +142,7 @@ func BenchmarkPublishCallers(b *testing.B) {
 // directPublish writes one timer in its own store call, encoded as
 // Publish encodes it.
 func directPublish(ctx context.Context, c *Client, topic string, body []byte, due time.Time) error {
-	nt, err := c.encodeTimer(&Timer{Body: body, At: due})
+	nt, err := c.encodeTimer(&Timer{ID: newID(), Body: body, At: due})
 	if err != nil {
 		return err
 	}

@@ -133,8 +133,8 @@ func TestEncodeTimer(t *testing.T) {
 	if fmt.Sprint(env.Headers) != fmt.Sprint(want) || string(env.Body) != "hi" {
 		t.Errorf("envelope headers %v body %q; want %v (user headers in key order)", env.Headers, env.Body, want)
 	}
-	// A random id, and the correlation id follows it.
-	nt, err = c.encodeTimer(&Timer{Body: []byte{1}})
+	// A random id (prepare gives it), and the correlation id follows it.
+	nt, err = c.encodeTimer(&prepare([]Timer{{Body: []byte{1}}}, true, false)[0])
 	if err != nil || len(nt.ID) != 36 {
 		t.Fatalf("random id: %q, %v", nt.ID, err)
 	}
@@ -146,13 +146,14 @@ func TestEncodeTimer(t *testing.T) {
 		t.Error("raw bytes got a content type")
 	}
 	for name, tm := range map[string]Timer{
-		"negative delay":   {Delay: -1},
-		"delay and At":     {Delay: time.Second, At: time.Now()},
+		"negative delay":   {ID: "x", Delay: -1},
+		"delay and At":     {ID: "x", Delay: time.Second, At: time.Now()},
 		"bad id":           {ID: "a\nb"},
-		"empty header key": {Headers: map[string]string{"": "v"}},
-		"too big":          {Body: strings.Repeat("x", 200)},
-		"bad raw json":     {Body: json.RawMessage("{")},
-		"func body":        {Body: func() {}},
+		"no id":            {},
+		"empty header key": {ID: "x", Headers: map[string]string{"": "v"}},
+		"too big":          {ID: "x", Body: strings.Repeat("x", 200)},
+		"bad raw json":     {ID: "x", Body: json.RawMessage("{")},
+		"func body":        {ID: "x", Body: func() {}},
 	} {
 		if _, err := c.encodeTimer(&tm); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
@@ -242,12 +243,13 @@ func TestBodyDecoder(t *testing.T) {
 func TestSplitHeaders(t *testing.T) {
 	corr, ct, user := splitHeaders(&envelope.Message{Headers: []envelope.Header{
 		{Key: "correlation_id", Value: "c"}, {Key: "content-type", Value: "text/plain"}, {Key: "x", Value: "1"},
-	}})
+	}}, "id")
 	if corr != "c" || ct != "text/plain" || len(user) != 1 || user["x"] != "1" {
 		t.Errorf("%q %q %v", corr, ct, user)
 	}
-	if _, _, user := splitHeaders(&envelope.Message{}); user != nil {
-		t.Errorf("no headers: %v, want nil", user)
+	// No correlation id (legacy, raw): the timer id stands for it.
+	if corr, _, user := splitHeaders(&envelope.Message{}, "id"); user != nil || corr != "id" {
+		t.Errorf("no headers: %q, %v; want the id, no user headers", corr, user)
 	}
 }
 
@@ -580,6 +582,58 @@ func TestPublishEmptyIDRefused(t *testing.T) {
 	if _, err := c.Get(ctx, "jobs", res[0].ID); err != nil {
 		t.Errorf("the random id %s is not stored: %v", res[0].ID, err)
 	}
+}
+
+// failingDriver fails every Schedule with errDown.
+type failingDriver struct{ nopDriver }
+
+var errDown = errors.New("store down")
+
+func (failingDriver) Schedule(context.Context, string, []ontimedriver.NewTimer, ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	return nil, errDown
+}
+
+// Publish is a batch of one: a store failure is a *BatchError of one
+// timer that names its random id (to publish it again without a
+// duplicate), worded as a single publish; and neither Publish nor
+// PublishBatch changes the caller's timers.
+func TestPublishIsABatchOfOne(t *testing.T) {
+	ctx := context.Background()
+	c, _ := NewClient(failingDriver{}, &Config{Logger: quietLog})
+	id, err := c.Publish(ctx, "jobs", "body")
+	var be *BatchError
+	if !errors.As(err, &be) || !errors.Is(err, errDown) || id != "" {
+		t.Fatalf("Publish on a failing store: %q, %v; want a *BatchError wrapping the store's error", id, err)
+	}
+	if be.Total != 1 || be.Failed != 1 || be.Written != 0 || len(be.IDs) != 1 || len(be.IDs[0]) != 36 {
+		t.Errorf("BatchError %+v, want one failed timer with its random id", be)
+	}
+	if want := `ontime: publish to "jobs": store down`; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	timers := []Timer{{Body: "a", Headers: map[string]string{"k": "v"}}}
+	hooked, _ := NewClient(failingDriver{}, &Config{Logger: quietLog, Hooks: []any{headerHook{}}})
+	for _, c := range []*Client{c, hooked} {
+		if _, err := c.PublishBatch(ctx, "jobs", timers); !errors.As(err, &be) || be.Total != 1 {
+			t.Errorf("PublishBatch of one: %v", err)
+		}
+		if timers[0].ID != "" || len(timers[0].Headers) != 1 {
+			t.Errorf("PublishBatch changed the caller's timer: %+v", timers[0])
+		}
+	}
+}
+
+// headerHook adds a header to every timer published.
+type headerHook struct{}
+
+func (headerHook) BeforePublish(ctx context.Context, p *PublishEvent) context.Context {
+	for i := range p.Timers {
+		if p.Timers[i].Headers == nil {
+			p.Timers[i].Headers = map[string]string{}
+		}
+		p.Timers[i].Headers["added"] = "1"
+	}
+	return ctx
 }
 
 // The README's scenario table names runnable examples: every name it links
