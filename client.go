@@ -33,9 +33,10 @@ type Config struct {
 	// that implements none.
 	// Hooks run on the calling goroutine (the publisher's, the handler's):
 	// keep them fast and never block in them. A delivery hook's panic is
-	// logged and the delivery goes on (the hooks after it in that call are
-	// skipped); a publish hook's panic reaches the caller of Publish. Hooks of one kind run in the
-	// order given here; those that end something (AfterPublish,
+	// logged and the delivery goes on, and so do the other hooks of that
+	// call, so every DeliveryStart is paired with its DeliveryEnd; a
+	// publish hook's panic reaches the caller of Publish. Hooks of one
+	// kind run in the order given here; those that end something (AfterPublish,
 	// DeliveryEnd) run in reverse order, so that spans nest. Default none.
 	Hooks []any
 }

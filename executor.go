@@ -203,25 +203,19 @@ func (e *executor) submit(d *delivery, s ontimedriver.Settlement, reply chan err
 }
 
 // hookStart runs the DeliveryStart hooks. A hook that panics is logged and
-// skipped (with the hooks after it): a worker must not die of a hook.
-func (e *executor) hookStart(ctx context.Context, d *delivery) (out context.Context) {
-	out = ctx
-	defer func() {
-		if p := recover(); p != nil {
-			e.log.Error("ontime: a DeliveryStartHook panicked", "topic", e.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
-		}
-	}()
-	return e.hooks.deliveryStart(ctx, &d.info)
+// skipped, and the others run: a worker must not die of a hook, and every
+// hook's start is paired with its end.
+func (e *executor) hookStart(ctx context.Context, d *delivery) context.Context {
+	return e.hooks.deliveryStart(ctx, &d.info, func(h, p any) {
+		e.log.Error("ontime: a DeliveryStartHook panicked", "hook", fmt.Sprintf("%T", h), "topic", e.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
+	})
 }
 
 // hookEnd runs the DeliveryEnd hooks; a panic is logged, as in hookStart.
 func (e *executor) hookEnd(ctx context.Context, d *delivery, res DeliveryResult) {
-	defer func() {
-		if p := recover(); p != nil {
-			e.log.Error("ontime: a DeliveryEndHook panicked", "topic", e.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
-		}
-	}()
-	e.hooks.deliveryEnd(ctx, &d.info, res)
+	e.hooks.deliveryEnd(ctx, &d.info, res, func(h, p any) {
+		e.log.Error("ontime: a DeliveryEndHook panicked", "hook", fmt.Sprintf("%T", h), "topic", e.topic, "id", d.t.ID, "panic", fmt.Sprint(p))
+	})
 }
 
 // call runs the middleware and the handler. A panic in the handler becomes

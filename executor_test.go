@@ -314,3 +314,64 @@ func TestSettlementFor(t *testing.T) {
 		t.Errorf("DeadLetter(nil): %+v", got)
 	}
 }
+
+// panicStart panics in DeliveryStart and counts its DeliveryEnd calls.
+type panicStart struct{ ends int }
+
+func (*panicStart) DeliveryStart(context.Context, *Delivery) context.Context { panic("start") }
+func (p *panicStart) DeliveryEnd(context.Context, *Delivery, DeliveryResult) { p.ends++ }
+
+// panicEnd panics in DeliveryEnd.
+type panicEnd struct{}
+
+func (panicEnd) DeliveryEnd(context.Context, *Delivery, DeliveryResult) { panic("end") }
+
+// inFlight counts deliveries started and not ended, as a metrics hook's
+// in-flight gauge does.
+type inFlight struct{ n, starts int }
+
+func (g *inFlight) DeliveryStart(ctx context.Context, _ *Delivery) context.Context {
+	g.n++
+	g.starts++
+	return ctx
+}
+func (g *inFlight) DeliveryEnd(context.Context, *Delivery, DeliveryResult) { g.n-- }
+
+// TestDeliveryHooksPaired: a delivery hook that panics does not keep the
+// others from running, so every hook's start is paired with its end and
+// an in-flight gauge returns to zero, whichever hook panics and wherever
+// the hooks sit in the list, for handled deliveries and for those
+// dead-lettered without a handler.
+func TestDeliveryHooksPaired(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		order func(p *panicStart, g *inFlight) []any
+	}{
+		{"panicking start first", func(p *panicStart, g *inFlight) []any { return []any{p, g} }},
+		{"panicking start last", func(p *panicStart, g *inFlight) []any { return []any{g, p} }},
+		{"panicking end first", func(_ *panicStart, g *inFlight) []any { return []any{g, panicEnd{}} }},
+		{"panicking end last", func(_ *panicStart, g *inFlight) []any { return []any{panicEnd{}, g} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, g := &panicStart{}, &inFlight{}
+			hooks, err := newHookSet(c.order(p, g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink := &sinkRecorder{}
+			ex := newExecutor(executorConfig{
+				topic: "t", handler: typedRaw(func(context.Context, *Message[string]) error { return nil }),
+				hooks: &hooks, retry: RetryPolicy{}.withDefaults(), log: quietLog, sink: sink,
+			})
+			x := &execTest{ex: ex, sink: sink}
+			x.ex.execute(x.delivery(t, "body", 1))
+			x.ex.execute(x.raw([]byte("junk"), 1)) // dead-lettered, no handler
+			if g.starts != 2 || g.n != 0 {
+				t.Errorf("in-flight gauge: %d starts, %d in flight after both ended; want 2, 0", g.starts, g.n)
+			}
+			if ss := sink.settlements(); len(ss) != 2 || ss[0].Kind != ontimedriver.Ack || ss[1].Kind != ontimedriver.Dead {
+				t.Errorf("settlements %+v, want an ack and a dead letter", ss)
+			}
+		})
+	}
+}

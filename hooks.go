@@ -257,15 +257,41 @@ func (s *hookSet) after(ctx context.Context, p *PublishEvent) {
 	}
 }
 
-func (s *hookSet) deliveryStart(ctx context.Context, d *Delivery) context.Context {
+// deliveryStart runs the DeliveryStart hooks in order, each with the
+// context the one before it returned. A hook that panics is passed to
+// panicked and skipped (the context stays as it was); the hooks after it
+// still run, so that every hook's start is paired with its end (an
+// in-flight gauge must not drift).
+func (s *hookSet) deliveryStart(ctx context.Context, d *Delivery, panicked func(hook, p any)) context.Context {
 	for _, h := range s.start {
-		ctx = h.DeliveryStart(ctx, d)
+		ctx = startHook(ctx, h, d, panicked)
 	}
 	return ctx
 }
 
-func (s *hookSet) deliveryEnd(ctx context.Context, d *Delivery, r DeliveryResult) {
+func startHook(ctx context.Context, h DeliveryStartHook, d *Delivery, panicked func(hook, p any)) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			panicked(h, p)
+		}
+	}()
+	return h.DeliveryStart(ctx, d)
+}
+
+// deliveryEnd runs the DeliveryEnd hooks in reverse order; a hook that
+// panics is passed to panicked, and the others still run.
+func (s *hookSet) deliveryEnd(ctx context.Context, d *Delivery, r DeliveryResult, panicked func(hook, p any)) {
 	for i := len(s.end) - 1; i >= 0; i-- {
-		s.end[i].DeliveryEnd(ctx, d, r)
+		endHook(ctx, s.end[i], d, r, panicked)
 	}
+}
+
+func endHook(ctx context.Context, h DeliveryEndHook, d *Delivery, r DeliveryResult, panicked func(hook, p any)) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked(h, p)
+		}
+	}()
+	h.DeliveryEnd(ctx, d, r)
 }
