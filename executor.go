@@ -92,9 +92,9 @@ func (e *executor) newDelivery(base context.Context, t *ontimedriver.ClaimedTime
 
 // execute runs a delivery to its outcome and hands the settlement to the
 // sink (unless the lease was lost meanwhile, or a manual settle already
-// did). It returns once the outcome is decided; the store applies it
-// later.
-func (e *executor) execute(d *delivery) {
+// did). It returns, once the outcome is decided, what the DeliveryEnd
+// hooks saw; the store applies the outcome later.
+func (e *executor) execute(d *delivery) DeliveryResult {
 	d.info = Delivery{
 		Topic: e.topic, ID: d.t.ID, Attempt: d.t.Attempt, Due: d.t.Due,
 		FiredAt: d.firedAt, LeaseUntil: d.t.LeaseUntil,
@@ -103,8 +103,7 @@ func (e *executor) execute(d *delivery) {
 	if err != nil {
 		e.log.Error("ontime: stored envelope does not decode; dead-lettering it", "topic", e.topic, "id", d.t.ID, "err", err)
 		d.info.CorrelationID = d.t.ID
-		e.endWithoutHandler(d, deadSettlement(ontimedriver.ReasonUndecodable, err), err)
-		return
+		return e.endWithoutHandler(d, deadSettlement(ontimedriver.ReasonUndecodable, err), err)
 	}
 	d.info.CorrelationID, d.info.ContentType, d.info.Headers = splitHeaders(env, d.t.ID)
 	if d.t.Attempt > 1 && e.retry.exhausted(d.t.Attempt-1) {
@@ -114,8 +113,7 @@ func (e *executor) execute(d *delivery) {
 		// the process again: dead-letter it.
 		err := fmt.Errorf("attempt %d of at most %d: the earlier deliveries ended without an outcome (process killed or crashed, or lease ran out)", d.t.Attempt, e.retry.MaxAttempts)
 		e.log.Warn("ontime: past the last attempt without an outcome; dead-lettering", "topic", e.topic, "id", d.t.ID, "attempt", d.t.Attempt)
-		e.endWithoutHandler(d, deadSettlement(ontimedriver.ReasonMaxAttempts, err), err)
-		return
+		return e.endWithoutHandler(d, deadSettlement(ontimedriver.ReasonMaxAttempts, err), err)
 	}
 	ctx := d.ctx
 	if len(e.hooks.start) > 0 {
@@ -160,17 +158,20 @@ func (e *executor) execute(d *delivery) {
 	if settle {
 		e.settle(d, s, nil)
 	}
+	return res
 }
 
 // endWithoutHandler dead-letters a delivery whose handler must not run
 // (its envelope does not decode, or it is past its last attempt): the
 // delivery hooks see it start and end, and s goes to the store.
-func (e *executor) endWithoutHandler(d *delivery, s ontimedriver.Settlement, err error) {
+func (e *executor) endWithoutHandler(d *delivery, s ontimedriver.Settlement, err error) DeliveryResult {
+	res := DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: s.Reason}
 	if e.hooks.deliveryHooks() {
 		ctx := e.hookStart(d.ctx, d)
-		e.hookEnd(ctx, d, DeliveryResult{Outcome: OutcomeDeadLettered, Err: err, Reason: s.Reason})
+		e.hookEnd(ctx, d, res)
 	}
 	e.settle(d, s, nil)
+	return res
 }
 
 // release hands a claimed timer back unstarted (a stop began before its
@@ -277,19 +278,20 @@ func (e *executor) decide(d *delivery, err error, timedOut bool) (ontimedriver.S
 		return s, outcomeOfKind(s.Kind), terr
 	}
 	s := e.settlementFor(d, err)
-	var o *outcome
-	isOutcome := errors.As(err, &o)
+	oe := outcomeIn(err)
+	_, dropped := oe.(*DropError)
+	_, snoozed := oe.(*SnoozeError)
 	switch {
-	case s.Kind == ontimedriver.Ack && isOutcome && o.kind == outcomeReject:
-		return s, OutcomeRejected, err
-	case s.Kind == ontimedriver.Snooze && forced && !(isOutcome && o.kind == outcomeSnooze):
+	case s.Kind == ontimedriver.Ack && dropped:
+		return s, OutcomeDropped, err
+	case s.Kind == ontimedriver.Snooze && forced && !snoozed:
 		return s, OutcomeReleased, err
 	}
 	return s, outcomeOfKind(s.Kind), err
 }
 
 // outcomeOfKind is the outcome a settlement kind reports (an Ack of a
-// rejected timer, and the release of a cancelled one, are told apart by
+// dropped timer, and the release of a cancelled one, are told apart by
 // the caller).
 func outcomeOfKind(k ontimedriver.SettleKind) Outcome {
 	switch k {
@@ -308,19 +310,16 @@ func (e *executor) settlementFor(d *delivery, err error) ontimedriver.Settlement
 	if err == nil {
 		return ontimedriver.Settlement{Kind: ontimedriver.Ack}
 	}
-	var o *outcome
-	if errors.As(err, &o) {
-		switch o.kind {
-		case outcomeSnooze:
-			return ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: o.delay}
-		case outcomeReject:
-			e.logReject(d, o.err)
-			return ontimedriver.Settlement{Kind: ontimedriver.Ack}
-		case outcomeDead:
-			return deadSettlement(ontimedriver.ReasonRejected, o.err)
-		case outcomeRetryAfter:
-			return e.failure(d, o.err, o.delay)
-		}
+	switch o := outcomeIn(err).(type) {
+	case *SnoozeError:
+		return ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: max(o.Delay, 0)}
+	case *DropError:
+		e.logDrop(d, o.Err)
+		return ontimedriver.Settlement{Kind: ontimedriver.Ack}
+	case *DeadLetterError:
+		return deadSettlement(ontimedriver.ReasonRejected, o.Err)
+	case *RetryAfterError:
+		return e.failure(d, o.Err, max(o.Delay, 0))
 	}
 	var ue *undecodableError
 	if errors.As(err, &ue) {
@@ -353,8 +352,8 @@ func (e *executor) failure(d *delivery, err error, delay time.Duration) ontimedr
 	return ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: delay, Error: text}
 }
 
-func (e *executor) logReject(d *delivery, err error) {
-	e.log.Info("ontime: handler rejected the message; dropping it", "topic", e.topic, "id", d.t.ID, "err", err)
+func (e *executor) logDrop(d *delivery, err error) {
+	e.log.Info("ontime: handler dropped the message", "topic", e.topic, "id", d.t.ID, "err", err)
 }
 
 // deadSettlement moves a timer to the dead letters for reason, with err's
@@ -372,7 +371,7 @@ type manualOutcome struct {
 	outcome Outcome
 	delay   time.Duration
 	reason  string
-	err     error // the error given to Nack, Reject or DeadLetter
+	err     error // the error given to Nack, Drop or DeadLetter
 }
 
 // nack counts a failed attempt by hand (Message.Nack).
@@ -380,22 +379,22 @@ func (d *delivery) nack(ctx context.Context, err error) error {
 	return d.settleNow(ctx, d.ex.failure(d, err, -1), false, err)
 }
 
-// reject drops the timer by hand (Message.Reject).
-func (d *delivery) reject(ctx context.Context, err error) error {
-	d.ex.logReject(d, err)
+// drop drops the timer by hand (Message.Drop).
+func (d *delivery) drop(ctx context.Context, err error) error {
+	d.ex.logDrop(d, err)
 	return d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, true, err)
 }
 
 // settleNow applies a manual outcome and waits for the store's answer.
-// rejected tells a Reject from an Ack (both delete the timer); cause is the
-// error given to Nack, Reject or DeadLetter.
-func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement, rejected bool, cause error) error {
+// dropped tells a Drop from an Ack (both delete the timer); cause is the
+// error given to Nack, Drop or DeadLetter.
+func (d *delivery) settleNow(ctx context.Context, s ontimedriver.Settlement, dropped bool, cause error) error {
 	if d.settled.Swap(true) {
 		return ErrAlreadySettled
 	}
 	m := &manualOutcome{outcome: outcomeOfKind(s.Kind), delay: s.Delay, reason: s.Reason, err: cause}
-	if rejected {
-		m.outcome = OutcomeRejected
+	if dropped {
+		m.outcome = OutcomeDropped
 	}
 	d.manual.Store(m)
 	reply := make(chan error, 1)

@@ -134,7 +134,8 @@ func TestExecutorOutcomes(t *testing.T) {
 		{"error at the last attempt", 3, base, ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonMaxAttempts, Error: "boom"}, OutcomeDeadLettered},
 		{"snooze", 1, Snooze(time.Minute), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}, OutcomeSnoozed},
 		{"wrapped snooze", 1, fmt.Errorf("x: %w", Snooze(time.Minute)), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}, OutcomeSnoozed},
-		{"reject", 1, Reject(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}, OutcomeRejected},
+		{"drop", 1, Drop(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}, OutcomeDropped},
+		{"reject (deprecated: drop)", 1, Reject(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}, OutcomeDropped},
 		{"dead letter", 1, DeadLetter(base), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected, Error: "boom"}, OutcomeDeadLettered},
 		{"retry after", 1, RetryAfter(5*time.Second, base), ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: 5 * time.Second, Error: "boom"}, OutcomeRetried},
 	}
@@ -242,7 +243,7 @@ func TestExecutorManualAndLost(t *testing.T) {
 	}
 
 	x = newExecTest(t, typedRaw(func(ctx context.Context, m *Message[[]byte]) error {
-		return m.Reject(ctx, errors.New("no"))
+		return m.Drop(ctx, errors.New("no"))
 	}), RetryPolicy{}, 0)
 	x.sink.reply = ErrLeaseLost
 	x.ex.execute(x.delivery(t, []byte("b"), 1))

@@ -255,21 +255,65 @@ func TestSplitHeaders(t *testing.T) {
 
 func TestOutcomes(t *testing.T) {
 	base := errors.New("base")
-	for _, err := range []error{Reject(base), DeadLetter(base), RetryAfter(time.Second, base)} {
+	for _, err := range []error{Drop(base), Reject(base), DeadLetter(base), RetryAfter(time.Second, base)} {
 		if !errors.Is(err, base) {
 			t.Errorf("%v does not wrap its error", err)
 		}
 	}
-	var o *outcome
-	if !errors.As(Snooze(-time.Second), &o) || o.delay != 0 || o.kind != outcomeSnooze {
-		t.Errorf("Snooze(-1s): %+v", o)
+	var se *SnoozeError
+	if !errors.As(Snooze(-time.Second), &se) || se.Delay != 0 {
+		t.Errorf("Snooze(-1s): %+v", se)
 	}
-	if !errors.As(RetryAfter(-time.Second, nil), &o) || o.delay != 0 {
-		t.Errorf("RetryAfter(-1s): %+v", o)
+	var re *RetryAfterError
+	if !errors.As(RetryAfter(-time.Second, nil), &re) || re.Delay != 0 {
+		t.Errorf("RetryAfter(-1s): %+v", re)
 	}
-	for _, err := range []error{Snooze(time.Second), Reject(nil), DeadLetter(base), RetryAfter(time.Second, base)} {
+	var de *DropError
+	if !errors.As(fmt.Errorf("x: %w", Reject(base)), &de) || de.Err != base {
+		t.Errorf("Reject is not Drop: %+v", de)
+	}
+	for _, err := range []error{Snooze(time.Second), Drop(nil), DeadLetter(base), RetryAfter(time.Second, base)} {
 		if err.Error() == "" {
 			t.Errorf("%#v: empty message", err)
+		}
+	}
+	for _, c := range []struct {
+		err  error
+		want Outcome
+	}{
+		{nil, OutcomeAcked},
+		{base, OutcomeRetried},
+		{&PanicError{Value: 1}, OutcomeRetried},
+		{Snooze(time.Second), OutcomeSnoozed},
+		{fmt.Errorf("wrapped: %w", Snooze(time.Second)), OutcomeSnoozed},
+		{Drop(base), OutcomeDropped},
+		{DeadLetter(base), OutcomeDeadLettered},
+		{RetryAfter(time.Second, base), OutcomeRetried},
+		{&undecodableError{base}, OutcomeDeadLettered},
+		// The outermost outcome wins, as the worker decides.
+		{Drop(Snooze(time.Second)), OutcomeDropped},
+		{DeadLetter(Drop(nil)), OutcomeDeadLettered},
+	} {
+		if got := OutcomeOf(c.err); got != c.want {
+			t.Errorf("OutcomeOf(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if OutcomeRejected != OutcomeDropped || OutcomeDropped.String() != "dropped" {
+		t.Errorf("OutcomeRejected %v, OutcomeDropped %q", OutcomeRejected, OutcomeDropped)
+	}
+}
+
+// A Message no worker delivered (a literal) does not panic when settled
+// by hand: it has no timer to settle.
+func TestLiteralMessageSettles(t *testing.T) {
+	ctx := context.Background()
+	m := &Message[string]{ID: "x", Body: "hi"}
+	for name, err := range map[string]error{
+		"Ack": m.Ack(ctx), "Nack": m.Nack(ctx, nil), "Drop": m.Drop(ctx, nil), "Reject": m.Reject(ctx, nil),
+		"DeadLetter": m.DeadLetter(ctx, nil), "Snooze": m.Snooze(ctx, time.Second),
+	} {
+		if !errors.Is(err, ErrNotDelivered) {
+			t.Errorf("%s: %v, want ErrNotDelivered", name, err)
 		}
 	}
 }
