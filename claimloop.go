@@ -3,10 +3,10 @@ package ontime
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -374,7 +374,7 @@ func (r *runner) claimLoop(firstAt time.Time) {
 				return
 			}
 			r.health.fail("claim", err)
-			wait = nextBackoff(wait, min(r.opts.PollInterval, maxOutageBackoff))
+			wait = backoff.Next(wait, minOutageBackoff, min(r.opts.PollInterval, maxOutageBackoff))
 			if !r.sleep(wait) {
 				return
 			}
@@ -494,18 +494,10 @@ func (r *runner) sleep(d time.Duration) bool {
 // after it had returned.
 const maxOutageBackoff = time.Second
 
-// nextBackoff grows the outage back-off from 50ms, doubling, up to hi,
-// with jitter (each wait is a random 50-100 % of the step) so that many
-// workers do not return in step; no wait exceeds hi.
-func nextBackoff(prev, hi time.Duration) time.Duration {
-	const lo = 50 * time.Millisecond
-	hi = max(hi, lo)
-	d := max(prev*2, lo)
-	if d > hi {
-		d = hi
-	}
-	return time.Duration(float64(d) * (0.5 + 0.5*rand.Float64()))
-}
+// minOutageBackoff is the first wait after a failed store call of a
+// worker; the waits double from it (backoff.Next), jittered, up to
+// maxOutageBackoff or the poll interval.
+const minOutageBackoff = 50 * time.Millisecond
 
 func (r *runner) releaseSlots(n int) {
 	for range n {

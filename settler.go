@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -181,7 +182,7 @@ func (s *settler) fill(batch []settleReq) []settleReq {
 // it waits to retry join the batch, so that after an outage everything
 // pending goes to the store in one call.
 func (s *settler) flush(batch []settleReq) {
-	var backoff time.Duration
+	var wait time.Duration // the outage back-off
 	for {
 		ops := make([]ontimedriver.Settlement, len(batch))
 		for i := range batch {
@@ -245,8 +246,8 @@ func (s *settler) flush(batch []settleReq) {
 		}
 		// Interrupted by a shutdown that gave up, the loop makes its one
 		// last try (bounded by finalAt) at once.
-		backoff = nextBackoff(backoff, maxOutageBackoff)
-		s.sleep(backoff)
+		wait = backoff.Next(wait, minOutageBackoff, maxOutageBackoff)
+		s.sleep(wait)
 		batch = s.fill(batch) // not empty: flushing stays set
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -235,7 +236,7 @@ func (p *patternRunner) loop() {
 		wake     <-chan ontimedriver.TopicWake
 		unsub    func()
 		subRetry time.Time
-		backoff  time.Duration
+		retryIn  time.Duration // the outage back-off
 		offset   time.Duration // store clock - local clock
 		repaired = time.Now()
 		swept    = time.Now()
@@ -306,13 +307,13 @@ func (p *patternRunner) loop() {
 				return
 			}
 			p.health.fail("due_topics", err)
-			backoff = nextBackoff(backoff, min(p.opts.PollInterval, maxOutageBackoff))
-			if !p.wait(time.Now().Add(backoff), nil, sleepTmr, offset) {
+			retryIn = backoff.Next(retryIn, minOutageBackoff, min(p.opts.PollInterval, maxOutageBackoff))
+			if !p.wait(time.Now().Add(retryIn), nil, sleepTmr, offset) {
 				return
 			}
 			continue
 		}
-		backoff = 0
+		retryIn = 0
 		p.health.ok()
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)

@@ -336,18 +336,6 @@ func TestStopUnstartedWorker(t *testing.T) {
 	}
 }
 
-func TestNextBackoff(t *testing.T) {
-	for _, hi := range []time.Duration{time.Second, 100 * time.Millisecond, 10 * time.Millisecond} {
-		var d time.Duration
-		for range 20 {
-			d = nextBackoff(d, hi)
-			if d < 25*time.Millisecond || d > max(hi, 50*time.Millisecond) {
-				t.Fatalf("nextBackoff(_, %v) out of range: %v", hi, d)
-			}
-		}
-	}
-}
-
 // closeAfter forwards to a real embedded store and closes it right after
 // the n-th Schedule call has returned, as if the store went away between
 // two chunks of a batch. Every call still reaches the real store.

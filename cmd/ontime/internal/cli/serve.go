@@ -74,7 +74,7 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
 	f.String("tokens", "", "comma-separated bearer tokens; turns auth on (env ONTIME_TOKENS)")
-	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
+	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * and ? (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
 	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
 	f.Duration("metrics-sample-interval", config.DefaultMetricsSample, "how often /metrics counts the timers of every topic (env ONTIME_METRICS_SAMPLE_INTERVAL)")
