@@ -95,6 +95,22 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	return o
 }
 
+// resolveOptions merges a topic's opts with def (a worker's defaults,
+// which have theirs) and checks them; name (a topic or a pattern) is for
+// the error. The retry policy comes with its defaults filled in.
+func resolveOptions(name string, opts *TopicOptions, def TopicOptions) (TopicOptions, error) {
+	var o TopicOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.merge(def)
+	if err := o.validate(); err != nil {
+		return o, fmt.Errorf("Handle %q: %w", name, err)
+	}
+	o.Retry = o.Retry.withDefaults()
+	return o, nil
+}
+
 func (o TopicOptions) withDefaults() TopicOptions {
 	return o.merge(TopicOptions{MaxConcurrency: 10, Lease: 30 * time.Second, PollInterval: time.Second, ClaimBatch: 256})
 }

@@ -65,24 +65,11 @@ func newTestWorker(cfg testkit.Config) (testkit.Worker, error) {
 	return w, nil
 }
 
-func (w *testWorker) options(name string, opts *TopicOptions) (TopicOptions, error) {
-	var o TopicOptions
-	if opts != nil {
-		o = *opts
-	}
-	o = o.merge(w.defaults)
-	if err := o.validate(); err != nil {
-		return o, fmt.Errorf("Handle %q: %w", name, err)
-	}
-	o.Retry = o.Retry.withDefaults()
-	return o, nil
-}
-
 func (w *testWorker) register(topic string, h rawHandler, opts *TopicOptions) error {
 	if err := ontimedriver.ValidateTopic(topic); err != nil {
 		return fmt.Errorf("Handle: %w", err)
 	}
-	o, err := w.options(topic, opts)
+	o, err := resolveOptions(topic, opts, w.defaults)
 	if err != nil {
 		return err
 	}
@@ -99,7 +86,7 @@ func (w *testWorker) registerPattern(pattern string, h rawHandler, opts *TopicOp
 	if err := ontimedriver.ValidatePattern(pattern); err != nil {
 		return fmt.Errorf("HandleTopics: %w", err)
 	}
-	o, err := w.options(pattern, opts)
+	o, err := resolveOptions(pattern, opts, w.defaults)
 	if err != nil {
 		return err
 	}

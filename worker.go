@@ -117,18 +117,13 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 	return nil
 }
 
-// topicOptions merges opts with the worker's defaults and checks them;
-// name (a topic or a pattern) is for the error.
+// topicOptions merges opts with the worker's defaults and checks them
+// (resolveOptions), and sets ClaimAhead's default for the store.
 func (w *Worker) topicOptions(name string, opts *TopicOptions) (TopicOptions, error) {
-	var o TopicOptions
-	if opts != nil {
-		o = *opts
+	o, err := resolveOptions(name, opts, w.cfg.Defaults)
+	if err != nil {
+		return o, err
 	}
-	o = o.merge(w.cfg.Defaults)
-	if err := o.validate(); err != nil {
-		return o, fmt.Errorf("Handle %q: %w", name, err)
-	}
-	o.Retry = o.Retry.withDefaults()
 	switch {
 	case o.ClaimAhead < 0:
 		o.ClaimAhead = 0
