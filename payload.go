@@ -15,12 +15,6 @@ import (
 // library writes payloads (publish) and reads them (delivery, inspection,
 // dead letters).
 
-// Well-known envelope headers; the others are the user's.
-const (
-	headerCorrelationID = "correlation_id"
-	headerContentType   = "content-type"
-)
-
 // encodePayload writes a message's envelope: correlation id corr, the
 // content type of the body (see encodeBody) and the user headers in key
 // order (the Python writer keeps insertion order; readers see the same
@@ -93,23 +87,11 @@ func decodePayload(lenient bool, payload []byte) (*envelope.Message, error) {
 	return envelope.DecodeBinary(payload)
 }
 
-// splitHeaders separates the well-known headers from the user's. The
-// correlation id is id when the envelope has none (legacy and raw
-// payloads).
+// splitHeaders separates the well-known headers from the user's
+// (envelope.Message.Split). The correlation id is id when the envelope has
+// none (legacy and raw payloads).
 func splitHeaders(env *envelope.Message, id string) (corr, ct string, user map[string]string) {
-	for _, h := range env.Headers {
-		switch h.Key {
-		case headerCorrelationID:
-			corr = h.Value
-		case headerContentType:
-			ct = h.Value
-		default:
-			if user == nil {
-				user = make(map[string]string, len(env.Headers))
-			}
-			user[h.Key] = h.Value
-		}
-	}
+	corr, ct, user = env.Split()
 	if corr == "" {
 		corr = id
 	}
