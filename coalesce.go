@@ -52,22 +52,27 @@ type pendingPublish struct {
 	nt       ontimedriver.NewTimer
 	taken    bool // in a batch under way (no longer in the queue)
 	done     chan struct{}
-	res      ontimedriver.ScheduleResult
+	res      [1]ontimedriver.ScheduleResult // in the caller's allocation: no slice to make
 	err      error
 	panicked any // the driver panicked in the call that carried this timer first
 }
 
-// schedule writes nt to topic through drv, sharing a store call with the
-// concurrent callers of the same topic and mode when one is under way. It
-// returns the timer's result (whose Err is the timer's own, such as
-// ErrExists) and the store call's error.
+// schedule writes nts to topic through drv in one store call and returns
+// their results (each Err is the timer's own, such as ErrExists) and the
+// store call's error. A batch of one timer shares a store call with the
+// concurrent callers of the same topic and mode when one is under way; a
+// larger batch makes its own call (it must stay atomic: see
+// PublishBatch).
 // A caller whose ctx ends while its timer waits in the queue gets
 // ctx.Err() and the timer is not written; one whose ctx ends while its
 // timer is in a store call gets ctx.Err() at once, and the timer may have
 // been written (as with a store call cut short). A shared call itself is
 // not cut short by its callers' contexts: it ends by the store client's own
 // timeouts, and its results are dropped for callers that have gone.
-func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Driver, topic string, nt ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) (ontimedriver.ScheduleResult, error) {
+func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	if len(nts) != 1 {
+		return scheduleCall(ctx, drv, topic, nts, mode)
+	}
 	key := laneKey{topic, mode}
 	pc.mu.Lock()
 	if pc.lanes == nil {
@@ -84,9 +89,9 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 		l.busy = true
 		pc.mu.Unlock()
 		defer pc.next(key, l, drv) // also when the driver panics
-		return scheduleOne(ctx, drv, topic, nt, mode)
+		return scheduleCall(ctx, drv, topic, nts, mode)
 	}
-	p := &pendingPublish{ctx: ctx, nt: nt, done: make(chan struct{})}
+	p := &pendingPublish{ctx: ctx, nt: nts[0], done: make(chan struct{})}
 	l.queue = append(l.queue, p)
 	if l.wake != nil && len(l.queue) >= l.want {
 		close(l.wake)
@@ -107,23 +112,26 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 				}
 			}
 			pc.mu.Unlock()
-			return ontimedriver.ScheduleResult{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 		pc.mu.Unlock()
 		select {
 		case <-p.done:
 			return p.result()
 		default:
-			return ontimedriver.ScheduleResult{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
 
-func (p *pendingPublish) result() (ontimedriver.ScheduleResult, error) {
+func (p *pendingPublish) result() ([]ontimedriver.ScheduleResult, error) {
 	if p.panicked != nil {
 		panic(p.panicked)
 	}
-	return p.res, p.err
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.res[:], nil
 }
 
 // next ends a lone caller's store call of l: the lane goes idle, or a
@@ -246,38 +254,31 @@ func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode onti
 		}
 	}()
 	ctx := context.WithoutCancel(batch[0].ctx)
-	if len(batch) == 1 {
-		p := batch[0]
-		p.res, p.err = scheduleOne(ctx, drv, topic, p.nt, mode)
-		return
-	}
 	nts := make([]ontimedriver.NewTimer, len(batch))
 	for i, p := range batch {
 		nts[i] = p.nt
 	}
-	res, err := drv.Schedule(ctx, topic, nts, mode)
-	if err == nil && len(res) != len(nts) {
-		err = errResultCount(len(res), len(nts))
-	}
+	res, err := scheduleCall(ctx, drv, topic, nts, mode)
 	for i, p := range batch {
 		if err != nil {
 			p.err = err
 			continue
 		}
-		p.res = res[i]
+		p.res[0] = res[i]
 	}
 }
 
-// scheduleOne writes one timer in its own store call.
-func scheduleOne(ctx context.Context, drv ontimedriver.Driver, topic string, nt ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) (ontimedriver.ScheduleResult, error) {
-	res, err := drv.Schedule(ctx, topic, []ontimedriver.NewTimer{nt}, mode)
-	if err == nil && len(res) != 1 {
-		err = errResultCount(len(res), 1)
+// scheduleCall writes nts in one store call and checks that the store
+// answered for each.
+func scheduleCall(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	res, err := drv.Schedule(ctx, topic, nts, mode)
+	if err == nil && len(res) != len(nts) {
+		err = errResultCount(len(res), len(nts))
 	}
 	if err != nil {
-		return ontimedriver.ScheduleResult{}, err
+		return nil, err
 	}
-	return res[0], nil
+	return res, nil
 }
 
 func errResultCount(got, want int) error {

@@ -28,6 +28,8 @@ type gatedDriver struct {
 	panicOn string // a call carrying this id panics (after the gate)
 }
 
+func (g *gatedDriver) Unwrap() ontimedriver.Driver { return g.Driver }
+
 func newGatedDriver(t *testing.T) *gatedDriver {
 	d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
 	if err != nil {
@@ -539,6 +541,8 @@ type holdShared struct {
 	entered chan context.Context
 	release chan struct{}
 }
+
+func (h *holdShared) Unwrap() ontimedriver.Driver { return h.Driver }
 
 func (h *holdShared) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	if len(ts) > 1 {

@@ -44,8 +44,14 @@
 // the handler's type parameter: []byte for raw bytes, string for text, any
 // other type from JSON. A handler returns nil to ack, an error to retry after
 // the topic's [RetryPolicy] backoff (dead-lettered past MaxAttempts), or
-// [Snooze], [Reject], [DeadLetter] or [RetryAfter]. [Message] also has manual
-// Ack, Nack, Reject, DeadLetter and Snooze methods.
+// [Snooze], [Drop], [DeadLetter] or [RetryAfter] (or wraps one). [Message]
+// also has manual Ack, Nack, Drop, DeadLetter and Snooze methods. Drop
+// deletes a timer and keeps it nowhere; DeadLetter keeps it aside in the
+// topic's dead letters, with the reason "rejected". These outcomes are
+// errors of exported types ([*SnoozeError], [*DropError],
+// [*DeadLetterError], [*RetryAfterError]) that middleware can tell apart
+// with errors.As or [OutcomeOf]. Package ontimetest runs a handler on a
+// body, without a store, and reports its outcome.
 //
 //	w := ontime.NewWorker(client, nil)
 //	ontime.Handle(w, "invoices", func(ctx context.Context, m *ontime.Message[Invoice]) error {
@@ -127,7 +133,7 @@
 // ack did not reach the store before the lease expired (worker crash, store
 // outage longer than the lease, a handler that outlives its lease with the
 // heartbeat disabled). What cannot be lost: a timer whose Publish returned
-// nil stays in the store until an ack, a reject, a cancel or a re-publish of
+// nil stays in the store until an ack, a drop, a cancel or a re-publish of
 // its id (with the embedded store, on disk; with Redis, as durable as the
 // Redis persistence settings make it).
 package ontime

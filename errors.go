@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
@@ -32,11 +31,17 @@ var (
 	// ErrAlreadySettled means a manual settle on a message that was settled
 	// already.
 	ErrAlreadySettled = errors.New("ontime: message already settled")
+	// ErrNotDelivered means a manual settle (Ack, Nack, Drop, DeadLetter,
+	// Snooze) on a Message that no worker delivered, such as one built as
+	// a literal in a test: there is no timer to settle. Build test
+	// messages with ontimetest.NewMessage.
+	ErrNotDelivered = errors.New("ontime: the message was not delivered by a worker: nothing to settle")
 )
 
-// BatchError is PublishBatch's error when the store failed. The batch was
-// sent in chunks of BatchChunkSize timers, in order; the store failed on
-// the chunk of timers [Written, Written+Failed):
+// BatchError is the error of PublishBatch, and of Publish (a batch of
+// one), when the store failed. The batch was sent in chunks of
+// BatchChunkSize timers, in order; the store failed on the chunk of timers
+// [Written, Written+Failed):
 //
 //   - timers [0, Written) are written; PublishBatch returns their results;
 //   - timers [Written, Written+Failed) are all written or none is (one
@@ -68,6 +73,13 @@ type BatchError struct {
 func (e *BatchError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ontime: publish to %q: ", e.Topic)
+	if e.Total == 1 {
+		// Publish, or a batch of one: nothing to tell apart.
+		if e.Err != nil {
+			b.WriteString(e.Err.Error())
+		}
+		return b.String()
+	}
 	if e.Written > 0 {
 		fmt.Fprintf(&b, "timers [0, %d) written, ", e.Written)
 	}
@@ -90,62 +102,5 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// outcome is what a handler's returned error asks for. Handlers build one
-// with Snooze, Reject, DeadLetter or RetryAfter.
-type outcome struct {
-	kind  outcomeKind
-	delay time.Duration
-	err   error
-}
-
-type outcomeKind int
-
-const (
-	outcomeSnooze outcomeKind = iota + 1
-	outcomeReject
-	outcomeDead
-	outcomeRetryAfter
-)
-
-func (o *outcome) Error() string {
-	switch o.kind {
-	case outcomeSnooze:
-		return fmt.Sprintf("ontime: snooze %s", o.delay)
-	case outcomeReject:
-		return fmt.Sprintf("ontime: rejected: %v", o.err)
-	case outcomeDead:
-		return fmt.Sprintf("ontime: dead-lettered: %v", o.err)
-	default:
-		return fmt.Sprintf("ontime: retry after %s: %v", o.delay, o.err)
-	}
-}
-
-func (o *outcome) Unwrap() error { return o.err }
-
-// Snooze makes the handler that returns it reschedule its timer to now + d
-// without counting a failed attempt. The body and id are kept.
-func Snooze(d time.Duration) error {
-	if d < 0 {
-		d = 0
-	}
-	return &outcome{kind: outcomeSnooze, delay: d}
-}
-
-// Reject makes the handler that returns it drop its timer: it is deleted
-// and never retried. err (may be nil) is logged.
-func Reject(err error) error { return &outcome{kind: outcomeReject, err: err} }
-
-// DeadLetter makes the handler that returns it move its timer to the
-// topic's dead-letter set at once (reason "rejected"), where it can be
-// listed, replayed or purged. err (may be nil) is kept as the last error.
-func DeadLetter(err error) error { return &outcome{kind: outcomeDead, err: err} }
-
-// RetryAfter makes the handler that returns it count a failed attempt like
-// any error, but retry after d instead of the retry policy's backoff. Past
-// the policy's MaxAttempts the timer is dead-lettered as usual.
-func RetryAfter(d time.Duration, err error) error {
-	if d < 0 {
-		d = 0
-	}
-	return &outcome{kind: outcomeRetryAfter, delay: d, err: err}
-}
+// isLeaseLost reports whether err is the store refusing a fenced call.
+func isLeaseLost(err error) bool { return errors.Is(err, ontimedriver.ErrLeaseLost) }

@@ -66,9 +66,9 @@ func ExampleMessage_Nack() {
 	// attempt 2 ack: <nil>
 }
 
-// Reject drops the timer at once: deleted, never retried, not
+// Drop drops the timer at once: deleted, never retried, not
 // dead-lettered.
-func ExampleMessage_Reject() {
+func ExampleMessage_Drop() {
 	drv, closeStore := openStore()
 	defer closeStore()
 	ctx := context.Background()
@@ -80,7 +80,7 @@ func ExampleMessage_Reject() {
 	ontime.Handle(worker, "coupons", func(ctx context.Context, m *ontime.Message[string]) error {
 		defer close(done)
 		if m.Headers["expired"] == "yes" {
-			fmt.Println("reject:", m.Reject(ctx, errors.New("coupon expired")))
+			fmt.Println("drop:", m.Drop(ctx, errors.New("coupon expired")))
 		}
 		return nil
 	}, nil)
@@ -91,6 +91,6 @@ func ExampleMessage_Reject() {
 	dead, _ := client.DeadLetters(ctx, "coupons", ontime.ListOptions{})
 	fmt.Println("left:", n.Scheduled+n.Leased, "dead:", len(dead.Dead))
 	// Output:
-	// reject: <nil>
+	// drop: <nil>
 	// left: 0 dead: 0
 }

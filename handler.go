@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ontime-go/ontime/ontimedriver"
 	"strings"
 	"time"
 
@@ -96,11 +95,20 @@ func (o TopicOptions) merge(def TopicOptions) TopicOptions {
 	return o
 }
 
-// slowClaims reports whether d says its claims are slow next to a quick
-// handler (ontimedriver.SlowClaims).
-func slowClaims(d ontimedriver.Driver) bool {
-	s, ok := d.(ontimedriver.SlowClaims)
-	return ok && s.SlowClaims()
+// resolveOptions merges a topic's opts with def (a worker's defaults,
+// which have theirs) and checks them; name (a topic or a pattern) is for
+// the error. The retry policy comes with its defaults filled in.
+func resolveOptions(name string, opts *TopicOptions, def TopicOptions) (TopicOptions, error) {
+	var o TopicOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.merge(def)
+	if err := o.validate(); err != nil {
+		return o, fmt.Errorf("Handle %q: %w", name, err)
+	}
+	o.Retry = o.Retry.withDefaults()
+	return o, nil
 }
 
 func (o TopicOptions) withDefaults() TopicOptions {
@@ -164,7 +172,7 @@ func typedRaw[T any](h HandlerFunc[T]) rawHandler {
 	decode := bodyDecoder[T]()
 	return func(ctx context.Context, d *delivery, env *envelope.Message) error {
 		m := &Message[T]{
-			ID: d.t.ID, Topic: d.r.topic, Raw: env.Body, Due: d.t.Due,
+			ID: d.t.ID, Topic: d.ex.topic, Raw: env.Body, Due: d.t.Due,
 			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
 			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}

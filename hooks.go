@@ -37,62 +37,6 @@ type Delivery struct {
 	Headers map[string]string
 }
 
-// Outcome is what became of a delivery: what the worker asked the store to
-// do with the timer once the handler (and its middleware) returned.
-type Outcome int
-
-// Outcomes of a delivery.
-const (
-	// OutcomeAcked: the handler succeeded (or called Message.Ack); the
-	// timer is deleted.
-	OutcomeAcked Outcome = iota + 1
-	// OutcomeRetried: the attempt failed (an error, a panic, RetryAfter, or
-	// TopicOptions.Timeout ran out); the timer is due again after
-	// DeliveryResult.Delay.
-	OutcomeRetried
-	// OutcomeSnoozed: the handler returned Snooze (or called
-	// Message.Snooze); the timer is due again after DeliveryResult.Delay,
-	// and the attempt does not count.
-	OutcomeSnoozed
-	// OutcomeRejected: the handler returned Reject (or called
-	// Message.Reject); the timer is deleted, never retried.
-	OutcomeRejected
-	// OutcomeDeadLettered: the timer moved to the topic's dead letters
-	// (DeliveryResult.Reason says why: "rejected", "max_attempts" or
-	// "undecodable").
-	OutcomeDeadLettered
-	// OutcomeLeaseLost: the worker lost the lease while the handler ran (the
-	// store refused an extension, or the lease ran out unextended), so the
-	// result was not acked; the timer is delivered again.
-	OutcomeLeaseLost
-	// OutcomeReleased: a shutdown ran out of time and cancelled the
-	// handler; the timer is due again at once, and the attempt does not
-	// count.
-	OutcomeReleased
-)
-
-// String returns the outcome's name: "acked", "retried", "snoozed",
-// "rejected", "dead_lettered", "lease_lost" or "released".
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeAcked:
-		return "acked"
-	case OutcomeRetried:
-		return "retried"
-	case OutcomeSnoozed:
-		return "snoozed"
-	case OutcomeRejected:
-		return "rejected"
-	case OutcomeDeadLettered:
-		return "dead_lettered"
-	case OutcomeLeaseLost:
-		return "lease_lost"
-	case OutcomeReleased:
-		return "released"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
-
 // DeliveryResult is how a delivery ended, as DeliveryEndHook sees it.
 type DeliveryResult struct {
 	// Outcome is what the worker asked the store to do with the timer. The
@@ -121,7 +65,7 @@ type DeliveryResult struct {
 // chain (the next middleware, then the handler), or does not call it to
 // skip the handler. What it returns is the handler's result as far as the
 // worker is concerned, so a middleware can log, time, trace, add values to
-// the context, turn errors into outcomes (return Reject(err), DeadLetter,
+// the context, turn errors into outcomes (return Drop(err), DeadLetter,
 // Snooze, RetryAfter) or apply a panic policy: a handler's panic reaches the
 // middleware as an error of type *PanicError.
 //
@@ -257,15 +201,41 @@ func (s *hookSet) after(ctx context.Context, p *PublishEvent) {
 	}
 }
 
-func (s *hookSet) deliveryStart(ctx context.Context, d *Delivery) context.Context {
+// deliveryStart runs the DeliveryStart hooks in order, each with the
+// context the one before it returned. A hook that panics is passed to
+// panicked and skipped (the context stays as it was); the hooks after it
+// still run, so that every hook's start is paired with its end (an
+// in-flight gauge must not drift).
+func (s *hookSet) deliveryStart(ctx context.Context, d *Delivery, panicked func(hook, p any)) context.Context {
 	for _, h := range s.start {
-		ctx = h.DeliveryStart(ctx, d)
+		ctx = startHook(ctx, h, d, panicked)
 	}
 	return ctx
 }
 
-func (s *hookSet) deliveryEnd(ctx context.Context, d *Delivery, r DeliveryResult) {
+func startHook(ctx context.Context, h DeliveryStartHook, d *Delivery, panicked func(hook, p any)) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			panicked(h, p)
+		}
+	}()
+	return h.DeliveryStart(ctx, d)
+}
+
+// deliveryEnd runs the DeliveryEnd hooks in reverse order; a hook that
+// panics is passed to panicked, and the others still run.
+func (s *hookSet) deliveryEnd(ctx context.Context, d *Delivery, r DeliveryResult, panicked func(hook, p any)) {
 	for i := len(s.end) - 1; i >= 0; i-- {
-		s.end[i].DeliveryEnd(ctx, d, r)
+		endHook(ctx, s.end[i], d, r, panicked)
 	}
+}
+
+func endHook(ctx context.Context, h DeliveryEndHook, d *Delivery, r DeliveryResult, panicked func(hook, p any)) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked(h, p)
+		}
+	}()
+	h.DeliveryEnd(ctx, d, r)
 }

@@ -172,7 +172,7 @@ func TestHooksSeeEveryDelivery(t *testing.T) {
 			}
 			return nil
 		case "reject":
-			return ontime.Reject(errors.New("bad"))
+			return ontime.Drop(errors.New("bad"))
 		case "dead":
 			return ontime.DeadLetter(errors.New("poison"))
 		case "retry-after":
@@ -186,7 +186,7 @@ func TestHooksSeeEveryDelivery(t *testing.T) {
 			}
 			return nil
 		case "manual-reject":
-			return m.Reject(ctx, errors.New("by hand"))
+			return m.Drop(ctx, errors.New("by hand"))
 		case "manual-nack":
 			if m.Attempt == 1 {
 				_ = m.Nack(ctx, errors.New("by hand"))
@@ -221,11 +221,11 @@ func TestHooksSeeEveryDelivery(t *testing.T) {
 		"ack":           {ontime.OutcomeAcked},
 		"fail":          {ontime.OutcomeRetried, ontime.OutcomeAcked},
 		"snooze":        {ontime.OutcomeSnoozed, ontime.OutcomeAcked},
-		"reject":        {ontime.OutcomeRejected},
+		"reject":        {ontime.OutcomeDropped},
 		"dead":          {ontime.OutcomeDeadLettered},
 		"retry-after":   {ontime.OutcomeRetried, ontime.OutcomeAcked},
 		"panic":         {ontime.OutcomeRetried, ontime.OutcomeAcked},
-		"manual-reject": {ontime.OutcomeRejected},
+		"manual-reject": {ontime.OutcomeDropped},
 		"manual-nack":   {ontime.OutcomeRetried, ontime.OutcomeAcked},
 	}
 	total := 0

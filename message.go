@@ -38,44 +38,59 @@ type Message[T any] struct {
 	d *delivery
 }
 
-// Ack deletes the timer now. The handler's return value is then ignored.
-// It returns ErrLeaseLost if another worker holds the timer or it was
-// re-published meanwhile (the new timer is kept), and ErrAlreadySettled on a
-// second call.
+// The manual settles below decide the timer's outcome while the handler
+// runs (the handler's return value is then ignored) and wait for the
+// store's answer. On a Message the worker did not deliver (a literal built
+// in a test) they return ErrNotDelivered: there is no timer to settle.
+// ontimetest.NewMessage builds one that records them.
+
+// Ack deletes the timer now. It returns ErrLeaseLost if another worker
+// holds the timer or it was re-published meanwhile (the new timer is
+// kept), and ErrAlreadySettled on a second call.
 func (m *Message[T]) Ack(ctx context.Context) error {
+	if m.d == nil {
+		return ErrNotDelivered
+	}
 	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, false, nil)
 }
 
 // Nack counts a failed attempt now: the timer is retried after the retry
-// policy's backoff, or dead-lettered past MaxAttempts. The handler's return
-// value is then ignored.
+// policy's backoff, or dead-lettered past MaxAttempts.
 func (m *Message[T]) Nack(ctx context.Context, err error) error {
-	return m.d.settleNow(ctx, m.d.failure(err, -1), false, err)
+	if m.d == nil {
+		return ErrNotDelivered
+	}
+	return m.d.nack(ctx, err)
 }
 
-// Reject drops the timer now: it is deleted and never retried.
-func (m *Message[T]) Reject(ctx context.Context, err error) error {
-	m.d.r.logReject(m.d, err)
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Ack}, true, err)
+// Drop drops the timer now: it is deleted, never retried, and kept
+// nowhere (DeadLetter keeps it).
+func (m *Message[T]) Drop(ctx context.Context, err error) error {
+	if m.d == nil {
+		return ErrNotDelivered
+	}
+	return m.d.drop(ctx, err)
 }
 
-// DeadLetter moves the timer to the topic's dead letters now.
+// Reject is Drop's former name: it drops the timer.
+//
+// Deprecated: use Drop; the dead-letter reason "rejected" belongs to
+// DeadLetter.
+func (m *Message[T]) Reject(ctx context.Context, err error) error { return m.Drop(ctx, err) }
+
+// DeadLetter moves the timer to the topic's dead letters now (reason
+// "rejected").
 func (m *Message[T]) DeadLetter(ctx context.Context, err error) error {
+	if m.d == nil {
+		return ErrNotDelivered
+	}
 	return m.d.settleNow(ctx, deadSettlement(ontimedriver.ReasonRejected, err), false, err)
 }
 
 // Snooze reschedules the timer to now + d without counting a failure.
 func (m *Message[T]) Snooze(ctx context.Context, d time.Duration) error {
-	if d < 0 {
-		d = 0
+	if m.d == nil {
+		return ErrNotDelivered
 	}
-	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: d}, false, nil)
-}
-
-func deadSettlement(reason string, err error) ontimedriver.Settlement {
-	s := ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: reason}
-	if err != nil {
-		s.Error = err.Error()
-	}
-	return s
+	return m.d.settleNow(ctx, ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: max(d, 0)}, false, nil)
 }

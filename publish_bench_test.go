@@ -26,6 +26,8 @@ type countingDriver struct {
 	busy          atomic.Int64 // ns spent in Schedule, summed over calls
 }
 
+func (d *countingDriver) Unwrap() ontimedriver.Driver { return d.Driver }
+
 func (d *countingDriver) Schedule(ctx context.Context, topic string, ts []ontimedriver.NewTimer, m ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	d.calls.Add(1)
 	d.timers.Add(int64(len(ts)))
@@ -140,7 +142,7 @@ func BenchmarkPublishCallers(b *testing.B) {
 // directPublish writes one timer in its own store call, encoded as
 // Publish encodes it.
 func directPublish(ctx context.Context, c *Client, topic string, body []byte, due time.Time) error {
-	nt, err := c.encodeTimer(&Timer{Body: body, At: due})
+	nt, err := c.encodeTimer(&Timer{ID: newID(), Body: body, At: due})
 	if err != nil {
 		return err
 	}

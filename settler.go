@@ -2,10 +2,12 @@ package ontime
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -18,7 +20,12 @@ import (
 // empty and then ends. A topic served by HandleTopics, of which thousands
 // may be started, so costs its queue's entries and nothing while idle.
 type settler struct {
-	r    *runner
+	topic  string
+	drv    ontimedriver.Driver
+	lease  time.Duration // bounds each call (storeCallTimeout)
+	log    *slog.Logger
+	health *healthTracker
+
 	mu   sync.Mutex
 	open bool
 	// q holds the outcomes waiting for a Settle call, in order; submit
@@ -59,18 +66,12 @@ const maxSettleBatch = 512
 // logSampleIDs is how many example ids a summary log line carries.
 const logSampleIDs = 5
 
-func (s *settler) init(r *runner) {
-	s.r = r
-	s.open = true
+// newSettler returns the settler of topic. limit bounds its queue (see
+// submit).
+func newSettler(topic string, drv ontimedriver.Driver, lease time.Duration, log *slog.Logger, health *healthTracker, limit int) *settler {
+	s := &settler{topic: topic, drv: drv, lease: lease, log: log, health: health, open: true, limit: limit, quit: make(chan struct{})}
 	s.space.L = &s.mu
-	s.limit = 4 * maxSettleBatch
-	if r.pr != nil {
-		// A topic served by HandleTopics runs only while it has timers:
-		// its claimed timers (the slots) bound what it queues, but for
-		// outcomes a stop or an outage leaves behind.
-		s.limit = max(2*cap(r.slots), 16)
-	}
-	s.quit = make(chan struct{})
+	return s
 }
 
 func (s *settler) submit(req settleReq) {
@@ -126,7 +127,7 @@ func (s *settler) close(ctx context.Context) int64 {
 // giveUp stops the retries (see close).
 func (s *settler) giveUp() {
 	s.quitOnce.Do(func() {
-		s.finalAt.Store(time.Now().Add(storeCallTimeout(s.r.opts.Lease)).UnixNano())
+		s.finalAt.Store(time.Now().Add(storeCallTimeout(s.lease)).UnixNano())
 		close(s.quit)
 	})
 }
@@ -181,22 +182,21 @@ func (s *settler) fill(batch []settleReq) []settleReq {
 // it waits to retry join the batch, so that after an outage everything
 // pending goes to the store in one call.
 func (s *settler) flush(batch []settleReq) {
-	r := s.r
-	var backoff time.Duration
+	var wait time.Duration // the outage back-off
 	for {
 		ops := make([]ontimedriver.Settlement, len(batch))
 		for i := range batch {
 			ops[i] = batch[i].op
 		}
-		deadline := time.Now().Add(storeCallTimeout(r.opts.Lease))
+		deadline := time.Now().Add(storeCallTimeout(s.lease))
 		if f := s.finalAt.Load(); f != 0 && f < deadline.UnixNano() {
 			deadline = time.Unix(0, f)
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		res, err := r.drv.Settle(ctx, r.topic, ops)
+		res, err := s.drv.Settle(ctx, s.topic, ops)
 		cancel()
 		if err == nil {
-			r.w.health.ok()
+			s.health.ok()
 			var refused []settleReq
 			for i, e := range res {
 				if isLeaseLost(e) {
@@ -207,14 +207,14 @@ func (s *settler) flush(batch []settleReq) {
 				}
 			}
 			if len(refused) > 0 {
-				r.w.log.Warn("ontime: settle refused: the lease was lost or the timer was re-published; the store keeps the newer state",
-					"topic", r.topic, "count", len(refused), "ids", sampleIDs(refused))
+				s.log.Warn("ontime: settle refused: the lease was lost or the timer was re-published; the store keeps the newer state",
+					"topic", s.topic, "count", len(refused), "ids", sampleIDs(refused))
 			}
 			return
 		}
 		if s.quitting() {
-			r.w.log.Warn("ontime: shutting down: gave up settling outcomes the store did not take; their timers will be delivered again when their leases expire",
-				"topic", r.topic, "count", len(batch), "ids", sampleIDs(batch), "err", err)
+			s.log.Warn("ontime: shutting down: gave up settling outcomes the store did not take; their timers will be delivered again when their leases expire",
+				"topic", s.topic, "count", len(batch), "ids", sampleIDs(batch), "err", err)
 			s.abandoned.Add(int64(len(batch)))
 			for _, b := range batch {
 				if b.reply != nil {
@@ -223,7 +223,7 @@ func (s *settler) flush(batch []settleReq) {
 			}
 			return
 		}
-		r.w.health.fail("settle", err)
+		s.health.fail("settle", err)
 		now := time.Now().UnixNano()
 		keep, expired := batch[:0], []settleReq(nil)
 		for _, b := range batch {
@@ -237,8 +237,8 @@ func (s *settler) flush(batch []settleReq) {
 			}
 		}
 		if len(expired) > 0 {
-			r.w.log.Warn("ontime: could not settle before the leases expired; these timers will be delivered again",
-				"topic", r.topic, "count", len(expired), "ids", sampleIDs(expired), "err", err)
+			s.log.Warn("ontime: could not settle before the leases expired; these timers will be delivered again",
+				"topic", s.topic, "count", len(expired), "ids", sampleIDs(expired), "err", err)
 		}
 		batch = keep
 		if len(batch) == 0 {
@@ -246,8 +246,8 @@ func (s *settler) flush(batch []settleReq) {
 		}
 		// Interrupted by a shutdown that gave up, the loop makes its one
 		// last try (bounded by finalAt) at once.
-		backoff = nextBackoff(backoff, maxOutageBackoff)
-		s.sleep(backoff)
+		wait = backoff.Next(wait, minOutageBackoff, maxOutageBackoff)
+		s.sleep(wait)
 		batch = s.fill(batch) // not empty: flushing stays set
 	}
 }

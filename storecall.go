@@ -47,17 +47,26 @@ type StoreCall struct {
 
 // observedDriver is the Driver a Client uses when it has StoreCallHooks:
 // each call it times is reported to them. It embeds the Driver, so a
-// method it does not time is passed straight through.
+// method it does not time is passed straight through, and it unwraps to
+// it, so the store's optional interfaces (ontimedriver.As) stay in view.
 type observedDriver struct {
 	ontimedriver.Driver
 	hooks []StoreCallHook
 	log   *slog.Logger
 }
 
-// AcceptsLegacyPayloads forwards the wrapped driver's answer.
-func (o *observedDriver) AcceptsLegacyPayloads() bool {
-	lp, ok := o.Driver.(ontimedriver.LegacyPayloads)
-	return ok && lp.AcceptsLegacyPayloads()
+var _ ontimedriver.Wrapper = (*observedDriver)(nil)
+
+// Unwrap returns the observed driver.
+func (o *observedDriver) Unwrap() ontimedriver.Driver { return o.Driver }
+
+// reportStoreCall reports a call the library made around d (the topic
+// index's, which d does not see) to d's StoreCallHooks, if d is a
+// Client's observed driver.
+func reportStoreCall(ctx context.Context, d ontimedriver.Driver, op, topic string, start time.Time, err error) {
+	if o, ok := d.(*observedDriver); ok {
+		o.report(ctx, op, topic, start, err)
+	}
 }
 
 func (o *observedDriver) report(ctx context.Context, op, topic string, start time.Time, err error) {

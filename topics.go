@@ -3,10 +3,12 @@ package ontime
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -51,8 +53,8 @@ func (w *Worker) registerPattern(pattern string, h rawHandler, opts *TopicOption
 	if err := ontimedriver.ValidatePattern(full); err != nil {
 		return fmt.Errorf("HandleTopics: %w", err)
 	}
-	idx, ok := w.client.orig.(ontimedriver.TopicIndex)
-	if !ok || !idx.TopicIndexed() {
+	idx, ok := ontimedriver.IndexedTopics(w.client.drv)
+	if !ok {
 		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot, so serve its topics with Handle; on a Redis Cluster set ontimeredis.Options.ClusterTopicIndex)", full)
 	}
 	o, err := w.topicOptions(full, opts)
@@ -89,14 +91,20 @@ const topicIndexRepair = 5 * time.Minute
 const dueTopicsLimit = 1000
 
 // patternRunner serves the topics that match one pattern: one loop asks
-// the store's topic index which are due and runs a runner (runner.go) for
+// the store's topic index which are due and runs a runner (claimloop.go) for
 // each topic while it has timers due or in flight.
 type patternRunner struct {
-	w       *Worker
-	idx     ontimedriver.TopicIndex
-	pattern string
-	h       rawHandler
-	opts    TopicOptions
+	w      *Worker // its registered topics and patterns (owns)
+	env    *workerEnv
+	log    *slog.Logger
+	health *healthTracker
+	// repairEvery is WorkerConfig.TopicIndexRepair; stopTimeout bounds
+	// the stop of a topic let go (WorkerConfig.ShutdownTimeout).
+	repairEvery, stopTimeout time.Duration
+	idx                      ontimedriver.TopicIndex
+	pattern                  string
+	h                        rawHandler
+	opts                     TopicOptions
 
 	// active is owned by the loop goroutine (and by stop, after the loop
 	// has ended): the topics started, whether their claim loops run or
@@ -113,6 +121,8 @@ type patternRunner struct {
 
 	// keeper keeps the leases of the running handlers of all the topics.
 	keeper *leaseKeeper
+	// base is the parent of the handlers' contexts (see runner.base).
+	base context.Context
 
 	// claimOffset is the store clock minus the local clock as the last
 	// claim of one of the pattern's topics measured it (ns; set once
@@ -133,7 +143,8 @@ type patternRunner struct {
 
 func newPatternRunner(w *Worker, idx ontimedriver.TopicIndex, pattern string, h rawHandler, o TopicOptions) *patternRunner {
 	p := &patternRunner{
-		w: w, idx: idx, pattern: pattern, h: h, opts: o,
+		w: w, env: &w.env, log: w.env.log, health: w.env.health, idx: idx, pattern: pattern, h: h, opts: o,
+		repairEvery: w.cfg.TopicIndexRepair, stopTimeout: w.cfg.ShutdownTimeout,
 		active:   map[string]*runner{},
 		linger:   max(10*o.PollInterval, 10*time.Second),
 		keeper:   newLeaseKeeper(o),
@@ -144,7 +155,10 @@ func newPatternRunner(w *Worker, idx ontimedriver.TopicIndex, pattern string, h 
 	return p
 }
 
-func (p *patternRunner) start() {
+// start starts the pattern's loop and lease keeper; handlers' contexts
+// are children of base (without its cancellation).
+func (p *patternRunner) start(base context.Context) {
+	p.base = base
 	p.keeper.start()
 	go p.loop()
 }
@@ -176,9 +190,9 @@ func (p *patternRunner) activate(topic string, firstAt time.Time) {
 	if !p.owns(topic) {
 		return
 	}
-	r := newRunner(p.w, topic, p.h, p.opts, p)
+	r := newRunner(p.env, topic, p.h, p.opts, p.keeper, p.claimed)
 	p.active[topic] = r
-	r.start(firstAt)
+	r.start(p.base, firstAt)
 }
 
 // retireIdle lets go of the runners that have been idle (no claim loop,
@@ -205,10 +219,10 @@ func (p *patternRunner) letGo(r *runner) {
 	p.leaving.Add(1)
 	go func() {
 		defer p.leaving.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), p.w.cfg.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), p.stopTimeout)
 		defer cancel()
 		if err := r.stop(ctx); err != nil {
-			p.w.log.Warn("ontime: an idle topic did not stop cleanly", "topic", r.topic, "err", err)
+			p.log.Warn("ontime: an idle topic did not stop cleanly", "topic", r.topic, "err", err)
 		}
 	}()
 }
@@ -222,7 +236,7 @@ func (p *patternRunner) loop() {
 		wake     <-chan ontimedriver.TopicWake
 		unsub    func()
 		subRetry time.Time
-		backoff  time.Duration
+		retryIn  time.Duration // the outage back-off
 		offset   time.Duration // store clock - local clock
 		repaired = time.Now()
 		swept    = time.Now()
@@ -246,18 +260,18 @@ func (p *patternRunner) loop() {
 	// Repair the index once at the start (topics written before the store
 	// kept one, after an upgrade, are in no index), then every
 	// TopicIndexRepair where hints can be lost (a Redis Cluster).
-	repairer, _ := p.idx.(ontimedriver.TopicIndexRepairer)
+	repairer, _ := ontimedriver.As[ontimedriver.TopicIndexRepairer](p.env.drv)
 	if repairer != nil {
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 		if err := repairer.SyncTopicIndex(rctx); err != nil && !p.stopping() {
-			p.w.log.Warn("ontime: topic index repair at start failed; topics written before the index existed wait for their next publish or the next repair", "pattern", p.pattern, "err", err)
+			p.log.Warn("ontime: topic index repair at start failed; topics written before the index existed wait for their next publish or the next repair", "pattern", p.pattern, "err", err)
 		}
 		rcancel()
 		if !repairer.NeedsIndexRepair() {
 			repairer = nil
 		}
 	}
-	repairEvery := p.w.cfg.TopicIndexRepair
+	repairEvery := p.repairEvery
 	if repairEvery == 0 {
 		repairEvery = topicIndexRepair
 	}
@@ -270,16 +284,16 @@ func (p *patternRunner) loop() {
 					return
 				}
 				subRetry = time.Now().Add(time.Second)
-				p.w.health.subscribeFailed(p.pattern, err)
+				p.health.subscribeFailed(p.pattern, err)
 			} else {
 				wake, unsub = ch, c
-				p.w.health.subscribed(p.pattern)
+				p.health.subscribed(p.pattern)
 			}
 		}
 		if repairer != nil && repairEvery > 0 && time.Since(repaired) >= repairEvery {
 			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 			if err := repairer.SyncTopicIndex(rctx); err != nil && !p.stopping() {
-				p.w.log.Warn("ontime: topic index repair failed; retrying at the next interval", "pattern", p.pattern, "err", err)
+				p.log.Warn("ontime: topic index repair failed; retrying at the next interval", "pattern", p.pattern, "err", err)
 			}
 			rcancel()
 			repaired = time.Now()
@@ -292,15 +306,15 @@ func (p *patternRunner) loop() {
 			if p.stopping() {
 				return
 			}
-			p.w.health.fail("due_topics", err)
-			backoff = nextBackoff(backoff, min(p.opts.PollInterval, maxOutageBackoff))
-			if !p.wait(time.Now().Add(backoff), nil, sleepTmr, offset) {
+			p.health.fail("due_topics", err)
+			retryIn = backoff.Next(retryIn, minOutageBackoff, min(p.opts.PollInterval, maxOutageBackoff))
+			if !p.wait(time.Now().Add(retryIn), nil, sleepTmr, offset) {
 				return
 			}
 			continue
 		}
-		backoff = 0
-		p.w.health.ok()
+		retryIn = 0
+		p.health.ok()
 		localNow := time.Now()
 		offset = res.Now.Sub(localNow)
 		// Start the claim loops of the topics due within the horizon
@@ -430,12 +444,9 @@ func stopTimer(t *time.Timer) {
 
 // dueTopics asks the index, reported to the Client's StoreCallHooks.
 func (p *patternRunner) dueTopics(ctx context.Context) (*ontimedriver.DueTopicsResult, error) {
-	od, observed := p.w.client.drv.(*observedDriver)
 	start := time.Now()
 	res, err := p.idx.DueTopics(ctx, p.pattern, p.opts.PollInterval, dueTopicsLimit)
-	if observed {
-		od.report(ctx, "due_topics", "", start, err)
-	}
+	reportStoreCall(ctx, p.env.drv, "due_topics", "", start, err)
 	return res, err
 }
 
@@ -474,60 +485,4 @@ func (p *patternRunner) stop(ctx context.Context) error {
 	p.leaving.Wait()
 	p.keeper.stop()
 	return errs
-}
-
-// goIdle is called by a claim loop after a claim that took fewer timers
-// than it asked for. For a pattern-served topic whose next timer (or lease
-// deadline: its running timers' included) is more than a poll interval
-// away, or that has none, it reports true: the claim loop ends, asking the
-// store nothing, until the pattern loop starts it again (wake, resume): a
-// publish to the topic, or the topic's instant coming within the loop's
-// horizon. Its running handlers need no claim loop: an outcome that
-// reschedules a timer publishes a wake-up, and a lease that runs out is
-// the topic's next instant in the index, so either starts it again. A
-// wake-up forwarded to the claim loop since its claim keeps it running.
-func (r *runner) goIdle(res *ontimedriver.ClaimResult) bool {
-	if r.pr == nil {
-		return false
-	}
-	if !res.Next.IsZero() && res.Next.Sub(res.Now) <= r.opts.PollInterval {
-		return false
-	}
-	r.stateMu.Lock()
-	defer r.stateMu.Unlock()
-	if len(r.poke) > 0 || r.stopped {
-		// A wake-up came since the claim (the claim loop's sleep takes
-		// it), or a stop began (the claim loop sees it).
-		return false
-	}
-	r.claiming = false
-	r.idleSince = time.Now()
-	return true
-}
-
-// resume starts the claim loop of an idle pattern-served topic, first
-// claiming at firstAt (local clock; zero: at once); a running claim loop
-// knows its topic's next instant already.
-func (r *runner) resume(firstAt time.Time) {
-	r.stateMu.Lock()
-	defer r.stateMu.Unlock()
-	if r.claiming || r.stopped {
-		return
-	}
-	r.claiming = true
-	r.claims.Add(1)
-	go r.claimLoop(firstAt)
-}
-
-// retire reports whether the runner has been idle since linger before now
-// with nothing claimed; then it may start no claim loop again, and its
-// pattern loop lets it go.
-func (r *runner) retire(now time.Time, linger time.Duration) bool {
-	r.stateMu.Lock()
-	defer r.stateMu.Unlock()
-	if r.claiming || r.stopped || now.Sub(r.idleSince) < linger || len(r.slots) > 0 {
-		return false
-	}
-	r.stopped = true
-	return true
 }

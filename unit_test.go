@@ -133,8 +133,8 @@ func TestEncodeTimer(t *testing.T) {
 	if fmt.Sprint(env.Headers) != fmt.Sprint(want) || string(env.Body) != "hi" {
 		t.Errorf("envelope headers %v body %q; want %v (user headers in key order)", env.Headers, env.Body, want)
 	}
-	// A random id, and the correlation id follows it.
-	nt, err = c.encodeTimer(&Timer{Body: []byte{1}})
+	// A random id (prepare gives it), and the correlation id follows it.
+	nt, err = c.encodeTimer(&prepare([]Timer{{Body: []byte{1}}}, true, false)[0])
 	if err != nil || len(nt.ID) != 36 {
 		t.Fatalf("random id: %q, %v", nt.ID, err)
 	}
@@ -146,13 +146,14 @@ func TestEncodeTimer(t *testing.T) {
 		t.Error("raw bytes got a content type")
 	}
 	for name, tm := range map[string]Timer{
-		"negative delay":   {Delay: -1},
-		"delay and At":     {Delay: time.Second, At: time.Now()},
+		"negative delay":   {ID: "x", Delay: -1},
+		"delay and At":     {ID: "x", Delay: time.Second, At: time.Now()},
 		"bad id":           {ID: "a\nb"},
-		"empty header key": {Headers: map[string]string{"": "v"}},
-		"too big":          {Body: strings.Repeat("x", 200)},
-		"bad raw json":     {Body: json.RawMessage("{")},
-		"func body":        {Body: func() {}},
+		"no id":            {},
+		"empty header key": {ID: "x", Headers: map[string]string{"": "v"}},
+		"too big":          {ID: "x", Body: strings.Repeat("x", 200)},
+		"bad raw json":     {ID: "x", Body: json.RawMessage("{")},
+		"func body":        {ID: "x", Body: func() {}},
 	} {
 		if _, err := c.encodeTimer(&tm); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
@@ -242,88 +243,78 @@ func TestBodyDecoder(t *testing.T) {
 func TestSplitHeaders(t *testing.T) {
 	corr, ct, user := splitHeaders(&envelope.Message{Headers: []envelope.Header{
 		{Key: "correlation_id", Value: "c"}, {Key: "content-type", Value: "text/plain"}, {Key: "x", Value: "1"},
-	}})
+	}}, "id")
 	if corr != "c" || ct != "text/plain" || len(user) != 1 || user["x"] != "1" {
 		t.Errorf("%q %q %v", corr, ct, user)
 	}
-	if _, _, user := splitHeaders(&envelope.Message{}); user != nil {
-		t.Errorf("no headers: %v, want nil", user)
+	// No correlation id (legacy, raw): the timer id stands for it.
+	if corr, _, user := splitHeaders(&envelope.Message{}, "id"); user != nil || corr != "id" {
+		t.Errorf("no headers: %q, %v; want the id, no user headers", corr, user)
 	}
 }
 
 func TestOutcomes(t *testing.T) {
 	base := errors.New("base")
-	for _, err := range []error{Reject(base), DeadLetter(base), RetryAfter(time.Second, base)} {
+	for _, err := range []error{Drop(base), Reject(base), DeadLetter(base), RetryAfter(time.Second, base)} {
 		if !errors.Is(err, base) {
 			t.Errorf("%v does not wrap its error", err)
 		}
 	}
-	var o *outcome
-	if !errors.As(Snooze(-time.Second), &o) || o.delay != 0 || o.kind != outcomeSnooze {
-		t.Errorf("Snooze(-1s): %+v", o)
+	var se *SnoozeError
+	if !errors.As(Snooze(-time.Second), &se) || se.Delay != 0 {
+		t.Errorf("Snooze(-1s): %+v", se)
 	}
-	if !errors.As(RetryAfter(-time.Second, nil), &o) || o.delay != 0 {
-		t.Errorf("RetryAfter(-1s): %+v", o)
+	var re *RetryAfterError
+	if !errors.As(RetryAfter(-time.Second, nil), &re) || re.Delay != 0 {
+		t.Errorf("RetryAfter(-1s): %+v", re)
 	}
-	for _, err := range []error{Snooze(time.Second), Reject(nil), DeadLetter(base), RetryAfter(time.Second, base)} {
+	var de *DropError
+	if !errors.As(fmt.Errorf("x: %w", Reject(base)), &de) || de.Err != base {
+		t.Errorf("Reject is not Drop: %+v", de)
+	}
+	for _, err := range []error{Snooze(time.Second), Drop(nil), DeadLetter(base), RetryAfter(time.Second, base)} {
 		if err.Error() == "" {
 			t.Errorf("%#v: empty message", err)
 		}
 	}
-}
-
-// testDelivery is a delivery of a timer at attempt, with policy p.
-func testDelivery(p RetryPolicy, attempt int) *delivery {
-	c, _ := NewClient(nopDriver{}, &Config{Logger: quietLog})
-	w := NewWorker(c, nil)
-	r := &runner{w: w, topic: "t", opts: TopicOptions{Retry: p.withDefaults()}}
-	return &delivery{r: r, t: ontimedriver.ClaimedTimer{ID: "x", Attempt: attempt}, ctx: context.Background()}
-}
-
-func TestSettlementFor(t *testing.T) {
-	p := RetryPolicy{MinDelay: time.Second, Jitter: -1, MaxAttempts: 3}
-	d := testDelivery(p, 1)
-	r := d.r
-	base := errors.New("boom")
-	cases := []struct {
-		name string
+	for _, c := range []struct {
 		err  error
-		want ontimedriver.Settlement
+		want Outcome
 	}{
-		{"nil", nil, ontimedriver.Settlement{Kind: ontimedriver.Ack}},
-		{"error", base, ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: time.Second, Error: "boom"}},
-		{"snooze", Snooze(time.Minute), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
-		{"wrapped snooze", fmt.Errorf("x: %w", Snooze(time.Minute)), ontimedriver.Settlement{Kind: ontimedriver.Snooze, Delay: time.Minute}},
-		{"reject", Reject(base), ontimedriver.Settlement{Kind: ontimedriver.Ack}},
-		{"dead", DeadLetter(base), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected, Error: "boom"}},
-		{"dead nil", DeadLetter(nil), ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonRejected}},
-		{"retry after", RetryAfter(5*time.Second, base), ontimedriver.Settlement{Kind: ontimedriver.Retry, Delay: 5 * time.Second, Error: "boom"}},
-		{"undecodable", &undecodableError{base}, ontimedriver.Settlement{Kind: ontimedriver.Dead, Reason: ontimedriver.ReasonUndecodable, Error: "body does not decode: boom"}},
-	}
-	for _, c := range cases {
-		if got := r.settlementFor(d, c.err); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		{nil, OutcomeAcked},
+		{base, OutcomeRetried},
+		{&PanicError{Value: 1}, OutcomeRetried},
+		{Snooze(time.Second), OutcomeSnoozed},
+		{fmt.Errorf("wrapped: %w", Snooze(time.Second)), OutcomeSnoozed},
+		{Drop(base), OutcomeDropped},
+		{DeadLetter(base), OutcomeDeadLettered},
+		{RetryAfter(time.Second, base), OutcomeRetried},
+		{&undecodableError{base}, OutcomeDeadLettered},
+		// The outermost outcome wins, as the worker decides.
+		{Drop(Snooze(time.Second)), OutcomeDropped},
+		{DeadLetter(Drop(nil)), OutcomeDeadLettered},
+	} {
+		if got := OutcomeOf(c.err); got != c.want {
+			t.Errorf("OutcomeOf(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
-	last := testDelivery(p, 3)
-	for _, err := range []error{base, RetryAfter(time.Second, base)} {
-		got := last.r.settlementFor(last, err)
-		if got.Kind != ontimedriver.Dead || got.Reason != ontimedriver.ReasonMaxAttempts || got.Error != "boom" {
-			t.Errorf("last attempt, %v: %+v, want dead with max_attempts", err, got)
+	if OutcomeRejected != OutcomeDropped || OutcomeDropped.String() != "dropped" {
+		t.Errorf("OutcomeRejected %v, OutcomeDropped %q", OutcomeRejected, OutcomeDropped)
+	}
+}
+
+// A Message no worker delivered (a literal) does not panic when settled
+// by hand: it has no timer to settle.
+func TestLiteralMessageSettles(t *testing.T) {
+	ctx := context.Background()
+	m := &Message[string]{ID: "x", Body: "hi"}
+	for name, err := range map[string]error{
+		"Ack": m.Ack(ctx), "Nack": m.Nack(ctx, nil), "Drop": m.Drop(ctx, nil), "Reject": m.Reject(ctx, nil),
+		"DeadLetter": m.DeadLetter(ctx, nil), "Snooze": m.Snooze(ctx, time.Second),
+	} {
+		if !errors.Is(err, ErrNotDelivered) {
+			t.Errorf("%s: %v, want ErrNotDelivered", name, err)
 		}
-	}
-	// Retry forever.
-	forever := testDelivery(RetryPolicy{MaxAttempts: RetryForever}, 1000)
-	if got := forever.r.settlementFor(forever, base); got.Kind != ontimedriver.Retry {
-		t.Errorf("MaxAttempts -1 at attempt 1000: %+v", got)
-	}
-	// A handler cancelled by a forced shutdown: due again, not a failure.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	d.ctx = ctx
-	r.forced.Store(true)
-	if got := r.settlementFor(d, context.Canceled); got.Kind != ontimedriver.Snooze || got.Delay != 0 {
-		t.Errorf("forced shutdown: %+v, want snooze 0", got)
 	}
 }
 
@@ -342,18 +333,6 @@ func TestStopUnstartedWorker(t *testing.T) {
 	}
 	if h := w.Health(); !h.Healthy {
 		t.Fatalf("Health: %+v", h)
-	}
-}
-
-func TestNextBackoff(t *testing.T) {
-	for _, hi := range []time.Duration{time.Second, 100 * time.Millisecond, 10 * time.Millisecond} {
-		var d time.Duration
-		for range 20 {
-			d = nextBackoff(d, hi)
-			if d < 25*time.Millisecond || d > max(hi, 50*time.Millisecond) {
-				t.Fatalf("nextBackoff(_, %v) out of range: %v", hi, d)
-			}
-		}
 	}
 }
 
@@ -635,6 +614,58 @@ func TestPublishEmptyIDRefused(t *testing.T) {
 	if _, err := c.Get(ctx, "jobs", res[0].ID); err != nil {
 		t.Errorf("the random id %s is not stored: %v", res[0].ID, err)
 	}
+}
+
+// failingDriver fails every Schedule with errDown.
+type failingDriver struct{ nopDriver }
+
+var errDown = errors.New("store down")
+
+func (failingDriver) Schedule(context.Context, string, []ontimedriver.NewTimer, ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	return nil, errDown
+}
+
+// Publish is a batch of one: a store failure is a *BatchError of one
+// timer that names its random id (to publish it again without a
+// duplicate), worded as a single publish; and neither Publish nor
+// PublishBatch changes the caller's timers.
+func TestPublishIsABatchOfOne(t *testing.T) {
+	ctx := context.Background()
+	c, _ := NewClient(failingDriver{}, &Config{Logger: quietLog})
+	id, err := c.Publish(ctx, "jobs", "body")
+	var be *BatchError
+	if !errors.As(err, &be) || !errors.Is(err, errDown) || id != "" {
+		t.Fatalf("Publish on a failing store: %q, %v; want a *BatchError wrapping the store's error", id, err)
+	}
+	if be.Total != 1 || be.Failed != 1 || be.Written != 0 || len(be.IDs) != 1 || len(be.IDs[0]) != 36 {
+		t.Errorf("BatchError %+v, want one failed timer with its random id", be)
+	}
+	if want := `ontime: publish to "jobs": store down`; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	timers := []Timer{{Body: "a", Headers: map[string]string{"k": "v"}}}
+	hooked, _ := NewClient(failingDriver{}, &Config{Logger: quietLog, Hooks: []any{headerHook{}}})
+	for _, c := range []*Client{c, hooked} {
+		if _, err := c.PublishBatch(ctx, "jobs", timers); !errors.As(err, &be) || be.Total != 1 {
+			t.Errorf("PublishBatch of one: %v", err)
+		}
+		if timers[0].ID != "" || len(timers[0].Headers) != 1 {
+			t.Errorf("PublishBatch changed the caller's timer: %+v", timers[0])
+		}
+	}
+}
+
+// headerHook adds a header to every timer published.
+type headerHook struct{}
+
+func (headerHook) BeforePublish(ctx context.Context, p *PublishEvent) context.Context {
+	for i := range p.Timers {
+		if p.Timers[i].Headers == nil {
+			p.Timers[i].Headers = map[string]string{}
+		}
+		p.Timers[i].Headers["added"] = "1"
+	}
+	return ctx
 }
 
 // The README's scenario table names runnable examples: every name it links

@@ -45,6 +45,7 @@ type Worker struct {
 	log    *slog.Logger
 	cfg    WorkerConfig
 	health healthTracker
+	env    workerEnv // what its topics share
 
 	mu       sync.Mutex
 	runners  map[string]*runner
@@ -54,10 +55,6 @@ type Worker struct {
 	stopped  chan struct{}
 	done     chan struct{}
 	stopErr  error
-
-	// base is the parent of every handler's context: Run's ctx without
-	// its cancellation. Set before the runners start.
-	base context.Context
 }
 
 // NewWorker returns a Worker on c's store.
@@ -90,6 +87,10 @@ func NewWorker(c *Client, cfg *WorkerConfig) *Worker {
 		done:    make(chan struct{}),
 	}
 	w.health.init(w.log)
+	w.env = workerEnv{
+		drv: c.drv, log: w.log, health: &w.health, hooks: &c.hooks,
+		middleware: wc.Middleware, lenient: c.lenient,
+	}
 	return w
 }
 
@@ -110,28 +111,23 @@ func (w *Worker) register(topic string, h rawHandler, opts *TopicOptions) error 
 	if _, dup := w.runners[full]; dup {
 		return fmt.Errorf("%w: Handle: topic %q already has a handler", ErrInvalid, full)
 	}
-	r := newRunner(w, full, h, o, nil)
+	r := newRunner(&w.env, full, h, o, nil, nil)
 	w.runners[full] = r
 	w.order = append(w.order, r)
 	return nil
 }
 
-// topicOptions merges opts with the worker's defaults and checks them;
-// name (a topic or a pattern) is for the error.
+// topicOptions merges opts with the worker's defaults and checks them
+// (resolveOptions), and sets ClaimAhead's default for the store.
 func (w *Worker) topicOptions(name string, opts *TopicOptions) (TopicOptions, error) {
-	var o TopicOptions
-	if opts != nil {
-		o = *opts
+	o, err := resolveOptions(name, opts, w.cfg.Defaults)
+	if err != nil {
+		return o, err
 	}
-	o = o.merge(w.cfg.Defaults)
-	if err := o.validate(); err != nil {
-		return o, fmt.Errorf("Handle %q: %w", name, err)
-	}
-	o.Retry = o.Retry.withDefaults()
 	switch {
 	case o.ClaimAhead < 0:
 		o.ClaimAhead = 0
-	case o.ClaimAhead == 0 && slowClaims(w.client.drv):
+	case o.ClaimAhead == 0 && ontimedriver.ClaimsAreSlow(w.client.drv):
 		o.ClaimAhead = o.ClaimBatch
 	}
 	return o, nil
@@ -182,16 +178,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.state = 1
 	runners := append([]*runner(nil), w.order...)
 	patterns := append([]*patternRunner(nil), w.patterns...)
+	// Started under w.mu: a Stop (shutdown takes w.mu to begin) then
+	// stops topics that have started, never one whose start is under way.
+	base := context.WithoutCancel(ctx)
+	for _, r := range runners {
+		r.start(base, time.Time{})
+	}
+	for _, p := range patterns {
+		p.start(base)
+	}
 	w.mu.Unlock()
 	defer close(w.done)
 
-	w.base = context.WithoutCancel(ctx)
-	for _, r := range runners {
-		r.start(time.Time{})
-	}
-	for _, p := range patterns {
-		p.start()
-	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -293,116 +291,3 @@ func (w *Worker) shutdown(ctx context.Context) error {
 	close(w.stopped)
 	return err
 }
-
-// Health is a Worker's view of its store.
-//
-// Two conditions are tracked apart, and each is logged once when it begins
-// and once when it ends, never per failed call:
-//
-//   - Healthy: the store answers. It turns false when a claim, a settle or a
-//     lease extension fails (store unreachable, timed out), and true again at
-//     the next one that succeeds. While it is false the worker backs off and
-//     retries on its own.
-//   - Degraded: wake-up notifications are unavailable for at least one topic
-//     (Subscribe fails; retried every second). The worker still claims every
-//     due timer by polling, so nothing is lost, but a timer published for an
-//     earlier instant than the topic's next one can be up to
-//     TopicOptions.PollInterval late. A worker can be Healthy and Degraded
-//     at once: Degraded never changes Healthy.
-type Health struct {
-	// Healthy is false while the store is unreachable.
-	Healthy bool
-	// Since is when Healthy last changed.
-	Since time.Time
-	// LastError is the error that made the worker unhealthy (empty while
-	// Healthy).
-	LastError string
-	// Degraded is true while some topic has no wake-up subscription.
-	Degraded bool
-	// DegradedSince is when Degraded last changed.
-	DegradedSince time.Time
-	// DegradedError is the last subscribe error, with its topic (empty
-	// while not Degraded).
-	DegradedError string
-}
-
-// Health reports whether the worker currently reaches its store, and
-// whether it gets wake-up notifications (see [Health]).
-func (w *Worker) Health() Health { return w.health.get() }
-
-type healthTracker struct {
-	mu  sync.Mutex
-	log *slog.Logger
-	h   Health
-	// unsubscribed holds the topics whose last Subscribe failed.
-	unsubscribed map[string]bool
-}
-
-func (t *healthTracker) init(log *slog.Logger) {
-	t.log = log
-	now := time.Now()
-	t.h = Health{Healthy: true, Since: now, DegradedSince: now}
-	t.unsubscribed = map[string]bool{}
-}
-
-func (t *healthTracker) get() Health {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.h
-}
-
-// fail records a store error; it logs only on the change of state.
-func (t *healthTracker) fail(op string, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.h.LastError = err.Error()
-	if t.h.Healthy {
-		t.h.Healthy = false
-		t.h.Since = time.Now()
-		t.log.Error("ontime: store unreachable; backing off", "op", op, "err", err)
-	}
-}
-
-// ok records a store call that succeeded; it logs only on the change of
-// state.
-func (t *healthTracker) ok() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.h.Healthy {
-		t.log.Info("ontime: store reachable again", "down_for", time.Since(t.h.Since).Round(time.Millisecond).String())
-		t.h.Healthy, t.h.Since, t.h.LastError = true, time.Now(), ""
-	}
-}
-
-// subscribeFailed records that topic has no wake-up subscription; it logs
-// only when the worker becomes degraded.
-func (t *healthTracker) subscribeFailed(topic string, err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.unsubscribed[topic] = true
-	t.h.DegradedError = topic + ": " + err.Error()
-	if !t.h.Degraded {
-		t.h.Degraded = true
-		t.h.DegradedSince = time.Now()
-		t.log.Warn("ontime: cannot subscribe to wake-up notifications; still serving timers by polling every PollInterval, retrying the subscription",
-			"topic", topic, "err", err)
-	}
-}
-
-// subscribed records that topic has its wake-up subscription; it logs only
-// when the last degraded topic recovers.
-func (t *healthTracker) subscribed(topic string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.unsubscribed[topic] {
-		return
-	}
-	delete(t.unsubscribed, topic)
-	if len(t.unsubscribed) == 0 && t.h.Degraded {
-		t.log.Info("ontime: wake-up notifications restored", "degraded_for", time.Since(t.h.DegradedSince).Round(time.Millisecond).String())
-		t.h.Degraded, t.h.DegradedSince, t.h.DegradedError = false, time.Now(), ""
-	}
-}
-
-// isLeaseLost reports whether err is the store refusing a fenced call.
-func isLeaseLost(err error) bool { return errors.Is(err, ontimedriver.ErrLeaseLost) }

@@ -169,6 +169,29 @@ func (m *Message) ContentType() string {
 	return v
 }
 
+// Split separates the well-known headers from the user's, in one pass:
+// the correlation id and the content type ("" when absent, as
+// CorrelationID and ContentType), and every other header in a map (nil
+// when there is none). A key that occurs more than once takes its last
+// value, as with Get. It is how ontime hands headers to handlers,
+// inspection and the server's watchers alike.
+func (m *Message) Split() (correlationID, contentType string, user map[string]string) {
+	for _, h := range m.Headers {
+		switch h.Key {
+		case HeaderCorrelationID:
+			correlationID = h.Value
+		case HeaderContentType:
+			contentType = h.Value
+		default:
+			if user == nil {
+				user = make(map[string]string, len(m.Headers))
+			}
+			user[h.Key] = h.Value
+		}
+	}
+	return correlationID, contentType, user
+}
+
 // BodyKind tells how a message body should be interpreted.
 type BodyKind int
 

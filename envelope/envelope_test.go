@@ -742,3 +742,18 @@ func BenchmarkDecodeBinary(b *testing.B) {
 		}
 	}
 }
+
+// Split: the well-known headers apart, the last of a repeated key wins (as
+// Get), and no user headers is a nil map.
+func TestSplit(t *testing.T) {
+	m := &Message{Headers: []Header{
+		{HeaderCorrelationID, "a"}, {HeaderContentType, "text/plain"}, {"k", "1"}, {HeaderCorrelationID, "b"}, {"k", "2"}, {"x", ""},
+	}}
+	corr, ct, user := m.Split()
+	if corr != "b" || ct != "text/plain" || len(user) != 2 || user["k"] != "2" || user["x"] != "" {
+		t.Errorf("Split: %q %q %v", corr, ct, user)
+	}
+	if corr, ct, user := (&Message{Body: []byte("raw")}).Split(); corr != "" || ct != "" || user != nil {
+		t.Errorf("no headers: %q %q %v, want empty and a nil map", corr, ct, user)
+	}
+}

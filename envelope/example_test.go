@@ -84,3 +84,13 @@ func ExampleDecode() {
 	// legacy-data text  "text/plain" "hi"
 	// raw         json  "" "{\"id\": 1}"
 }
+
+// Split hands the well-known headers and the user's apart.
+func ExampleMessage_Split() {
+	b, _ := envelope.Encode("order-7", envelope.ContentTypeJSON, []envelope.Header{{Key: "tenant", Value: "acme"}}, []byte(`{"id":7}`))
+	m, _ := envelope.DecodeBinary(b)
+	corr, ct, user := m.Split()
+	fmt.Println(corr, ct, user)
+	// Output:
+	// order-7 application/json map[tenant:acme]
+}

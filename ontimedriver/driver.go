@@ -33,6 +33,11 @@
 // acks, and a worker whose lease expired cannot touch what another worker now
 // holds.
 //
+// Optional interfaces: a store may also implement LegacyPayloads,
+// SlowClaims, TopicIndex and TopicIndexRepairer. A Driver that wraps
+// another implements Wrapper, and callers look the optional interfaces up
+// through wrappers with As, so a wrapper hides none of them.
+//
 // All methods are safe for concurrent use. Topics passed to a Driver are full
 // topics (any router prefix already applied) and ids are valid (see
 // ValidateTopic and ValidateID); drivers may assume so.
@@ -425,9 +430,9 @@ type TopicCounter interface {
 // next instant (Claim's ClaimResult.Next), or removes it when the topic
 // has no timers, so topics that empty out leave the index.
 //
-// A driver that wraps another (to observe or decorate its calls) must
-// forward these methods, and TopicIndexRepairer's, or the library sees a
-// store without an index (ontime.HandleTopics refuses it).
+// A driver that wraps another (to observe or decorate its calls) need
+// not forward these methods: it implements Wrapper, and the library finds
+// the index through it with As, as it finds every optional interface.
 type TopicIndex interface {
 	// TopicIndexed reports whether this driver, as configured, keeps the
 	// index. (A driver type may keep it in one layout and not another:

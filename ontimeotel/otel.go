@@ -220,7 +220,7 @@ func (h *Hooks) DeliveryStart(ctx context.Context, d *ontime.Delivery) context.C
 }
 
 // DeliveryEnd ends the delivery's span with its outcome; an attempt that
-// failed (retried, rejected, dead-lettered, lease lost) is an error.
+// failed (retried, dropped, dead-lettered, lease lost) is an error.
 func (h *Hooks) DeliveryEnd(ctx context.Context, d *ontime.Delivery, r ontime.DeliveryResult) {
 	span, ok := ctx.Value(spanKey{h}).(trace.Span)
 	if !ok {

@@ -89,8 +89,8 @@ func Example() {
 	// Output:
 	// ontime_deliveries_total{outcome="acked",topic="emails"} 1
 	// ontime_deliveries_total{outcome="dead_lettered",topic="emails"} 0
+	// ontime_deliveries_total{outcome="dropped",topic="emails"} 0
 	// ontime_deliveries_total{outcome="lease_lost",topic="emails"} 0
-	// ontime_deliveries_total{outcome="rejected",topic="emails"} 0
 	// ontime_deliveries_total{outcome="released",topic="emails"} 0
 	// ontime_deliveries_total{outcome="retried",topic="emails"} 0
 	// ontime_deliveries_total{outcome="snoozed",topic="emails"} 0

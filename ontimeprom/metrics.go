@@ -137,7 +137,7 @@ type storeMetrics struct {
 
 // outcomes in the order of ontime's Outcome values.
 var outcomes = []ontime.Outcome{
-	ontime.OutcomeAcked, ontime.OutcomeRetried, ontime.OutcomeSnoozed, ontime.OutcomeRejected,
+	ontime.OutcomeAcked, ontime.OutcomeRetried, ontime.OutcomeSnoozed, ontime.OutcomeDropped,
 	ontime.OutcomeDeadLettered, ontime.OutcomeLeaseLost, ontime.OutcomeReleased,
 }
 
@@ -194,8 +194,8 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 		publishFailed: counter("publish_failed_total", "Timers Publish and PublishBatch did not write because of an error (not counting IfAbsent finding the id).", topic...),
 		fired:         counter("fired_total", "Deliveries started: timers claimed by a worker and handed to the handler.", topic...),
 		early:         counter("fired_early_total", "Deliveries that started before the timer's due instant, by the store's clock. Must stay 0.", topic...),
-		deliveries:    counter("deliveries_total", "Deliveries ended, by outcome: acked, retried, snoozed, rejected, dead_lettered, lease_lost, released.", "topic", "outcome"),
-		deadLetters:   counter("dead_letters_total", "Timers moved to the dead letters, by reason: max_attempts, rejected, undecodable, other.", "topic", "reason"),
+		deliveries:    counter("deliveries_total", "Deliveries ended, by outcome: acked, retried, snoozed, dropped, dead_lettered, lease_lost, released.", "topic", "outcome"),
+		deadLetters:   counter("dead_letters_total", "Timers moved to the dead letters, by reason: max_attempts, rejected (the handler returned DeadLetter), undecodable, other.", "topic", "reason"),
 		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "ontime", Name: "lateness_seconds", Buckets: o.LatenessBuckets,
 			Help: "How late deliveries start: the store's clock at claim minus the due instant.",

@@ -116,7 +116,7 @@ func TestEveryOutcome(t *testing.T) {
 			}
 			return nil
 		case "reject":
-			return ontime.Reject(errors.New("no"))
+			return ontime.Drop(errors.New("no"))
 		case "dead":
 			return ontime.DeadLetter(errors.New("poison"))
 		case "max":
@@ -170,14 +170,14 @@ func TestEveryOutcome(t *testing.T) {
 	}
 	counts := func() string {
 		var b strings.Builder
-		for _, o := range []string{"acked", "retried", "snoozed", "rejected", "dead_lettered", "lease_lost", "released"} {
+		for _, o := range []string{"acked", "retried", "snoozed", "dropped", "dead_lettered", "lease_lost", "released"} {
 			fmt.Fprintf(&b, "%s=%v ", o, deliveries(o))
 		}
 		return b.String()
 	}
 	wait.For(t, 10*time.Second, func() bool {
 		return deliveries("acked") == 3 && deliveries("retried") == 2 && deliveries("snoozed") == 1 &&
-			deliveries("rejected") == 1 && deliveries("dead_lettered") == 3 && deliveries("lease_lost") == 1
+			deliveries("dropped") == 1 && deliveries("dead_lettered") == 3 && deliveries("lease_lost") == 1
 	}, "every outcome but released: %s\nlog:\n%s", counts, log.String)
 	// Published last, so that it holds its lease only for a moment.
 	if _, err := client.Publish(ctx, "jobs", "x", ontime.WithID("stopped")); err != nil {
@@ -195,16 +195,16 @@ func TestEveryOutcome(t *testing.T) {
 	<-done
 
 	expected := `
-# HELP ontime_deliveries_total Deliveries ended, by outcome: acked, retried, snoozed, rejected, dead_lettered, lease_lost, released.
+# HELP ontime_deliveries_total Deliveries ended, by outcome: acked, retried, snoozed, dropped, dead_lettered, lease_lost, released.
 # TYPE ontime_deliveries_total counter
 ontime_deliveries_total{outcome="acked",topic="jobs"} 3
 ontime_deliveries_total{outcome="dead_lettered",topic="jobs"} 3
+ontime_deliveries_total{outcome="dropped",topic="jobs"} 1
 ontime_deliveries_total{outcome="lease_lost",topic="jobs"} 1
-ontime_deliveries_total{outcome="rejected",topic="jobs"} 1
 ontime_deliveries_total{outcome="released",topic="jobs"} 1
 ontime_deliveries_total{outcome="retried",topic="jobs"} 2
 ontime_deliveries_total{outcome="snoozed",topic="jobs"} 1
-# HELP ontime_dead_letters_total Timers moved to the dead letters, by reason: max_attempts, rejected, undecodable, other.
+# HELP ontime_dead_letters_total Timers moved to the dead letters, by reason: max_attempts, rejected (the handler returned DeadLetter), undecodable, other.
 # TYPE ontime_dead_letters_total counter
 ontime_dead_letters_total{reason="max_attempts",topic="jobs"} 1
 ontime_dead_letters_total{reason="other",topic="jobs"} 0

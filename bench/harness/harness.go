@@ -171,6 +171,16 @@ type Config struct {
 	// scenario also builds and measures in the same run, as the baseline
 	// of the "HTTP publish ≥ 2× now" target. Empty: this tree only.
 	HTTPBaseline string `json:"http_baseline,omitempty"`
+	// HTTPDelay is the delay of the timers the HTTP scenario publishes.
+	// Default 1h: the server only publishes. Under a minute (1ms, say)
+	// the server also delivers every timer to its target (the default log
+	// target) while the load runs, and each run waits until the topic is
+	// empty: HTTPRun.DeliveredPerSecond is then publish over HTTP ->
+	// delivered to the target, end to end.
+	HTTPDelay time.Duration `json:"http_delay,omitempty"`
+	// HTTPStores are the stores the HTTP scenario serves from: "redis",
+	// "embedded". Default both.
+	HTTPStores []string `json:"http_stores,omitempty"`
 	// ManyTopicsCounts are the topic counts of the many-topics scenario's
 	// idle measurement (one far-future timer per topic, `ontime serve`
 	// idle for ManyTopicsIdleFor). Defaults 100, 10,000, 100,000 and 20s.
@@ -235,6 +245,10 @@ func (c Config) withDefaults() Config {
 	defD(&c.PublishFor, 3*time.Second)
 	def(&c.HTTPConcurrency, 32)
 	defD(&c.HTTPFor, 8*time.Second)
+	defD(&c.HTTPDelay, time.Hour)
+	if len(c.HTTPStores) == 0 {
+		c.HTTPStores = []string{"redis", "embedded"}
+	}
 	if len(c.ManyTopicsCounts) == 0 {
 		c.ManyTopicsCounts = []int{100, 10000, 100000}
 	}

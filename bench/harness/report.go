@@ -683,7 +683,11 @@ func Summary(r *Report) string {
 		fmt.Fprintf(&b, "  publish    %-22s %s\n", pr.System, fmtPublishRates(pr.Median))
 	}
 	for _, h := range r.HTTP {
-		fmt.Fprintf(&b, "  http       %-8s %-16s %8s req/s  p99 %s ms\n", h.Store, h.Build, fmtRate(h.Median.PerSecond), f2(h.Median.P99))
+		fmt.Fprintf(&b, "  http       %-8s %-16s %8s req/s  p99 %s ms", h.Store, h.Build, fmtRate(h.Median.PerSecond), f2(h.Median.P99))
+		if d := h.Median.DeliveredPerSecond; d > 0 {
+			fmt.Fprintf(&b, "  delivered end to end %8s/s", fmtRate(d))
+		}
+		b.WriteString("\n")
 	}
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "  target [%s] %s (%s): %s\n", t.Status, t.What, t.Goal, t.Measured)

@@ -29,7 +29,17 @@ type HTTPRun struct {
 	ServerCPU  F `json:"server_cpu_us"`
 	LoadgenCPU F `json:"loadgen_cpu_us"`
 	RedisCPU   F `json:"redis_cpu_us"`
+	// DeliveredPerSecond is, with a short Config.HTTPDelay, every timer
+	// published over HTTP and delivered to its target, per second, from
+	// the first request to the moment the topic is empty (NaN with the
+	// default delay: nothing is delivered during the run).
+	DeliveredPerSecond F `json:"delivered_per_sec"`
 }
+
+// httpDrainMax is the longest Config.HTTPDelay at which the HTTP scenario
+// waits for the server to deliver what it published, and how long it
+// waits at most.
+const httpDrainMax = time.Minute
 
 // HTTPResult holds the runs of one server build on one store.
 type HTTPResult struct {
@@ -56,7 +66,7 @@ type httpBuild struct {
 // generator are separate processes on the same CPUs.
 func (b *bench) http(ctx context.Context) {
 	cfg := b.cfg
-	b.logf("== http: %d connections for %s, %d runs, baseline %q", cfg.HTTPConcurrency, cfg.HTTPFor, cfg.Runs, cfg.HTTPBaseline)
+	b.logf("== http: %d connections for %s, %d runs, timers due in %s, stores %v, baseline %q", cfg.HTTPConcurrency, cfg.HTTPFor, cfg.Runs, cfg.HTTPDelay, cfg.HTTPStores, cfg.HTTPBaseline)
 	tmp, err := os.MkdirTemp(benchDataDir(), "ontime-bench-http-")
 	if err != nil {
 		b.errorf("http: %v", err)
@@ -69,7 +79,7 @@ func (b *bench) http(ctx context.Context) {
 		return
 	}
 	var res []*HTTPResult
-	for _, store := range []string{"redis", "embedded"} {
+	for _, store := range cfg.HTTPStores {
 		for _, bd := range builds {
 			res = append(res, &HTTPResult{Store: store, Build: bd.name})
 		}
@@ -77,7 +87,7 @@ func (b *bench) http(ctx context.Context) {
 	loadgen := builds[0].bin // the same client for every server
 	for run := range cfg.Runs {
 		i := 0
-		for _, store := range []string{"redis", "embedded"} {
+		for _, store := range cfg.HTTPStores {
 			for _, bd := range builds {
 				r := res[i]
 				i++
@@ -90,8 +100,8 @@ func (b *bench) http(ctx context.Context) {
 					b.errorf("http %s %s run %d: %v", bd.name, store, run+1, err)
 					continue
 				}
-				b.logf("http %-14s %-8s run %d: %s req/s, p50 %s ms, p99 %s ms, %d errors; CPU µs/request: server %s, load generator %s, redis %s",
-					bd.name, store, run+1, fmtRate(hr.PerSecond), f2(hr.P50), f2(hr.P99), hr.Errors, f2(hr.ServerCPU), f2(hr.LoadgenCPU), f2(hr.RedisCPU))
+				b.logf("http %-14s %-8s run %d: %s req/s, p50 %s ms, p99 %s ms, %d errors; CPU µs/request: server %s, load generator %s, redis %s; delivered end to end %s/s",
+					bd.name, store, run+1, fmtRate(hr.PerSecond), f2(hr.P50), f2(hr.P99), hr.Errors, f2(hr.ServerCPU), f2(hr.LoadgenCPU), f2(hr.RedisCPU), fmtRate(hr.DeliveredPerSecond))
 				r.Runs = append(r.Runs, hr)
 			}
 		}
@@ -105,12 +115,13 @@ func (b *bench) http(ctx context.Context) {
 			return F(median(v))
 		}
 		r.Median = HTTPRun{
-			PerSecond:  pick(func(x HTTPRun) F { return x.PerSecond }),
-			P50:        pick(func(x HTTPRun) F { return x.P50 }),
-			P99:        pick(func(x HTTPRun) F { return x.P99 }),
-			ServerCPU:  pick(func(x HTTPRun) F { return x.ServerCPU }),
-			LoadgenCPU: pick(func(x HTTPRun) F { return x.LoadgenCPU }),
-			RedisCPU:   pick(func(x HTTPRun) F { return x.RedisCPU }),
+			PerSecond:          pick(func(x HTTPRun) F { return x.PerSecond }),
+			P50:                pick(func(x HTTPRun) F { return x.P50 }),
+			P99:                pick(func(x HTTPRun) F { return x.P99 }),
+			ServerCPU:          pick(func(x HTTPRun) F { return x.ServerCPU }),
+			LoadgenCPU:         pick(func(x HTTPRun) F { return x.LoadgenCPU }),
+			RedisCPU:           pick(func(x HTTPRun) F { return x.RedisCPU }),
+			DeliveredPerSecond: pick(func(x HTTPRun) F { return x.DeliveredPerSecond }),
 		}
 		b.rep.HTTP = append(b.rep.HTTP, *r)
 	}
@@ -231,9 +242,10 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 	if err := waitHealthy(ctx, url, srv); err != nil {
 		return HTTPRun{}, err
 	}
+	topic := fmt.Sprintf("bench%d", queueSeq.Add(1))
 	lg := exec.CommandContext(ctx, loadgen, "bench-api", "--server", url, "--json",
 		"--concurrency", strconv.Itoa(b.cfg.HTTPConcurrency), "--duration", b.cfg.HTTPFor.String(),
-		"--topic", fmt.Sprintf("bench%d", queueSeq.Add(1)), "--body-bytes", strconv.Itoa(b.cfg.BodySize))
+		"--topic", topic, "--body-bytes", strconv.Itoa(b.cfg.BodySize), "--delay", b.cfg.HTTPDelay.String())
 	lg.Env = serveEnv()
 	var out, errb bytes.Buffer
 	lg.Stdout, lg.Stderr = &out, &errb
@@ -241,7 +253,16 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 	if store == "redis" {
 		redisCPU0 = F(redisCPU(ctx, b.admin))
 	}
+	start := time.Now()
 	err = lg.Run()
+	var took time.Duration // until every timer was delivered
+	if err == nil && b.cfg.HTTPDelay < httpDrainMax {
+		if derr := waitDrained(ctx, url, topic); derr != nil {
+			b.errorf("http %s %s run %d: %v", bd.name, store, run+1, derr)
+		} else {
+			took = time.Since(start)
+		}
+	}
 	srvCPU1 := procCPU(srv.cmd.Process.Pid)
 	redisCPU1 := nan
 	if store == "redis" {
@@ -261,7 +282,11 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 		return HTTPRun{}, fmt.Errorf("bench-api output %q: %w", out.String(), err)
 	}
 	hr := HTTPRun{PerSecond: F(r.PerSecond), P50: F(r.P50), P99: F(r.P99), Requests: r.Requests, Errors: r.Errors,
-		ServerCPU: nan, LoadgenCPU: nan, RedisCPU: nan}
+		ServerCPU: nan, LoadgenCPU: nan, RedisCPU: nan, DeliveredPerSecond: nan}
+	if took > 0 {
+		// The warm-up request's timer is delivered too.
+		hr.DeliveredPerSecond = F(float64(r.Requests+1-r.Errors) / took.Seconds())
+	}
 	if n := float64(r.Requests); n > 0 {
 		// The warm-up request and the server's idle work are included.
 		hr.ServerCPU = F((srvCPU1 - srvCPU0) * 1e6 / n)
@@ -269,6 +294,53 @@ func (b *bench) httpRun(ctx context.Context, tmp string, bd httpBuild, loadgen, 
 		hr.RedisCPU = (redisCPU1 - redisCPU0) * 1e6 / F(n)
 	}
 	return hr, nil
+}
+
+// waitDrained waits until the server's topic holds no timer (scheduled or
+// leased): every timer published was delivered to its target and acked.
+func waitDrained(ctx context.Context, url, topic string) error {
+	deadline := time.Now().Add(httpDrainMax)
+	for {
+		n, err := topicPending(ctx, url, topic)
+		if err == nil && n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("topic %s not drained after %s: %d pending, %v", topic, httpDrainMax, n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// topicPending is the topic's scheduled plus leased timers, from GET
+// /v1/topics.
+func topicPending(ctx context.Context, url, topic string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/topics", nil)
+	if err != nil {
+		return -1, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1, fmt.Errorf("GET /v1/topics: %s", resp.Status)
+	}
+	var topics []struct {
+		Topic     string `json:"topic"`
+		Scheduled int64  `json:"scheduled"`
+		Leased    int64  `json:"leased"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&topics); err != nil {
+		return -1, err
+	}
+	for _, t := range topics {
+		if t.Topic == topic {
+			return t.Scheduled + t.Leased, nil
+		}
+	}
+	return 0, nil // no timer and no dead letter left: not listed
 }
 
 // serveEnv is the environment of the server and the load generator: the

@@ -111,13 +111,17 @@ func testMetrics(t *testing.T, b *backend) {
 		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d", code)
 		}
+		// The acked counter moves when the handler's outcome is decided,
+		// the sampled timer gauges once the store has applied it and the
+		// sampler (every 100 ms) has counted since: wait for both.
 		if sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked") == 2 &&
-			sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled") == 1 {
+			sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled") == 1 &&
+			sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased") == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out: acked %v, scheduled %v", sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked"),
-				sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled"))
+			t.Fatalf("timed out: acked %v, scheduled %v, leased %v", sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked"),
+				sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled"), sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

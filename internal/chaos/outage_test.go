@@ -332,7 +332,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 	// go-redis (5 dials 100 ms apart per try, 4 tries), which outlasts the
 	// call. The claim loop calls Claim at least every PollInterval (200 ms;
 	// its handlers take under 50 ms, so it never waits long for a slot),
-	// and each Claim or Settle is bounded by storeCallTimeout (runner.go:
+	// and each Claim or Settle is bounded by storeCallTimeout (claimloop.go:
 	// Lease/3 clamped to 2 s..5 s), so an outage longer than the sum, plus
 	// 300 ms for scheduling, turns every worker unhealthy. A shorter one
 	// may look like a slow store (calls wait, then succeed) and is not

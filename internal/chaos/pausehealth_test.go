@@ -16,7 +16,7 @@ import (
 // does when the store refuses connections.
 //
 // Each Claim and Settle call is bounded by storeCallTimeout (a third of the
-// lease, 2 s to 5 s; runner.go), so a hung store turns the worker
+// lease, 2 s to 5 s; claimloop.go), so a hung store turns the worker
 // unhealthy within that bound even when the Redis client's own read timeout
 // (5 s, with retries) is much longer, and even when the client does not
 // honour context deadlines itself (ContextTimeoutEnabled off, as in the

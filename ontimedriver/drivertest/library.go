@@ -103,7 +103,7 @@ type lib struct {
 
 func newLib(t *testing.T, h Harness) *lib {
 	e := newEnv(t, h)
-	lp, ok := e.d.(ontimedriver.LegacyPayloads)
+	lp, ok := ontimedriver.As[ontimedriver.LegacyPayloads](e.d)
 	w := &testLogWriter{t: t}
 	// Registered before any worker's cleanup, so it runs after them: logs
 	// stop reaching t once the case is over.
@@ -473,11 +473,9 @@ func (g *gateDriver) Claim(ctx context.Context, topic string, max int, lease tim
 	return res, nil
 }
 
-// AcceptsLegacyPayloads forwards to the wrapped driver.
-func (g *gateDriver) AcceptsLegacyPayloads() bool {
-	lp, ok := g.Driver.(ontimedriver.LegacyPayloads)
-	return ok && lp.AcceptsLegacyPayloads()
-}
+// Unwrap returns the gated driver, whose optional interfaces the library
+// finds through the gate (ontimedriver.As).
+func (g *gateDriver) Unwrap() ontimedriver.Driver { return g.Driver }
 
 // logRecorder is a slog.Handler that keeps every record (with its
 // attributes as text) and passes it on to the case's log.

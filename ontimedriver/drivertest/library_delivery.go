@@ -439,7 +439,7 @@ func libReject(l *lib) {
 	c := l.client(nil)
 	col := collect[string](l, func(ctx context.Context, m *ontime.Message[string], _ int) error {
 		if m.Body == "reject" {
-			return fmt.Errorf("wrapped: %w", ontime.Reject(errors.New("not for us")))
+			return fmt.Errorf("wrapped: %w", ontime.Drop(errors.New("not for us")))
 		}
 		return nil
 	})
@@ -447,21 +447,21 @@ func libReject(l *lib) {
 		return ontime.Handle(w, "reject", col.handle, &ontime.TopicOptions{Retry: ontime.RetryPolicy{MinDelay: 50 * time.Millisecond}})
 	})
 	id := l.publish(c, "reject", "reject")
-	col.waitOf(id, 1, waitTimeout, "the rejected timer")
+	col.waitOf(id, 1, waitTimeout, "the dropped timer")
 	l.waitAbsent(c, "reject", id)
 	controlPassed(l, c, col, "reject", "control", 300*time.Millisecond)
 	if n := col.countOf(id); n != 1 {
-		l.t.Errorf("rejected timer delivered %d times, want once", n)
+		l.t.Errorf("dropped timer delivered %d times, want once", n)
 	}
 	dl, err := c.DeadLetters(l.ctx, "reject", ontime.ListOptions{})
 	if err != nil {
 		l.t.Fatalf("DeadLetters: %v", err)
 	}
 	if len(dl.Dead) != 0 {
-		l.t.Errorf("a rejected timer is in the dead letters: %+v", dl.Dead)
+		l.t.Errorf("a dropped timer is in the dead letters: %+v", dl.Dead)
 	}
 	if n, _ := c.Count(l.ctx, "reject"); n != (ontime.Counts{}) {
-		l.t.Errorf("Count after reject: %+v", n)
+		l.t.Errorf("Count after drop: %+v", n)
 	}
 }
 
@@ -724,7 +724,7 @@ func libRearm(l *lib) {
 		if nth == 0 && m.ID == "tick" {
 			res, err := c.PublishBatch(ctx, "rearm", []ontime.Timer{{ID: m.ID, Body: "second", Delay: 300 * time.Millisecond}})
 			if err != nil {
-				return ontime.Reject(err)
+				return ontime.Drop(err)
 			}
 			rearmDue.Store(&res[0].Due)
 		}

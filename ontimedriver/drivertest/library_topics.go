@@ -18,7 +18,7 @@ import (
 // that HandleTopics refuses such a store) when it keeps none.
 func topicIndexOf(l *lib) ontimedriver.TopicIndex {
 	l.t.Helper()
-	idx, ok := l.d.(ontimedriver.TopicIndex)
+	idx, ok := ontimedriver.As[ontimedriver.TopicIndex](l.d)
 	if ok && idx.TopicIndexed() {
 		return idx
 	}

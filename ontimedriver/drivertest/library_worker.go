@@ -35,7 +35,7 @@ func libManual(l *lib) {
 			}
 			return nil // ignored on the first delivery
 		case "reject":
-			r.first = m.Reject(ctx, errors.New("by hand"))
+			r.first = m.Drop(ctx, errors.New("by hand"))
 			results <- r
 			return errors.New("ignored")
 		case "snooze":
@@ -109,7 +109,7 @@ func libManual(l *lib) {
 		l.t.Errorf("acked by hand, then the handler returned an error: delivered %d times, want once", n)
 	}
 	if n := len(by("reject")); n != 1 {
-		l.t.Errorf("rejected by hand: delivered %d times, want once", n)
+		l.t.Errorf("dropped by hand: delivered %d times, want once", n)
 	}
 	if n := len(by("nack")); n != 2 {
 		l.t.Errorf("nacked by hand: delivered %d times, want twice", n)

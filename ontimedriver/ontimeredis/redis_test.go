@@ -524,7 +524,11 @@ func TestIdleWorkerIsQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	// Closed after the worker has stopped (cleanups run last first), not
+	// when the test function returns: the last acks may still be on
+	// their way then, and a closed driver would fail them until the
+	// worker's stop gave up.
+	t.Cleanup(func() { _ = d.Close() })
 	stats := srv.NewClient(t) // the test's own INFO and CONFIG
 	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
 	if err != nil {

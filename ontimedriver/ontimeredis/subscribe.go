@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ontime-go/ontime/internal/backoff"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -354,7 +355,7 @@ func (h *hub) unsubscribe(channel string, l *listener) {
 func (h *hub) read(ps *redis.PubSub) {
 	defer h.wg.Done()
 	failing := false
-	backoff := 50 * time.Millisecond
+	var wait time.Duration // the reconnect back-off
 	for {
 		msg, err := ps.Receive(context.Background())
 		select {
@@ -369,18 +370,18 @@ func (h *hub) read(ps *redis.PubSub) {
 			}
 			h.resetPending()
 			h.broadcast(time.Time{})
+			wait = backoff.Next(wait, 50*time.Millisecond, 2*time.Second)
 			select {
 			case <-h.stop:
 				return
-			case <-time.After(backoff):
+			case <-time.After(wait):
 			}
-			backoff = min(backoff*2, 2*time.Second)
 			continue
 		}
 		if failing {
 			h.d.log.Info("ontimeredis: wake-up subscription restored")
 			failing = false
-			backoff = 50 * time.Millisecond
+			wait = 0
 			h.broadcast(time.Time{})
 		}
 		switch m := msg.(type) {

@@ -59,6 +59,8 @@ func run() error {
 		kafkaFor  = flag.Duration("kafka-for", 0, "Kafka lateness publishing time (default 30s)")
 		httpBase  = flag.String("http-baseline", "", "git ref whose ontime the http scenario also measures, as its baseline (e.g. a commit before a change)")
 		httpFor   = flag.Duration("http-for", 0, "http scenario: sending time per run (default 8s)")
+		httpDelay = flag.Duration("http-delay", 0, "http scenario: delay of the published timers (default 1h; under 1m, 1ms say, the server delivers them to its target during the run, and each run waits until they all are: delivered/s end to end)")
+		httpStore = flag.String("http-stores", "", "http scenario: comma-separated stores, redis and/or embedded (default both)")
 		ontimeBin = flag.String("ontime-bin", "", "ontime binary for the http scenario (default: go build ./cmd/ontime from this tree)")
 		mtLatOnly = flag.Bool("manytopics-lateness-only", false, "manytopics scenario: measure only the lateness part (no idle `ontime serve` runs)")
 		cpuProf   = flag.String("cpuprofile", "", "write a CPU profile of the whole run (harness, workers, clients) to this file")
@@ -134,6 +136,10 @@ func run() error {
 	setInt(&cfg.KafkaRate, *kafkaRate)
 	setDur(&cfg.KafkaFor, *kafkaFor)
 	setDur(&cfg.HTTPFor, *httpFor)
+	setDur(&cfg.HTTPDelay, *httpDelay)
+	if *httpStore != "" {
+		cfg.HTTPStores = strings.Split(*httpStore, ",")
+	}
 	cfg.HTTPBaseline, cfg.OntimeBin = *httpBase, *ontimeBin
 	cfg.ManyTopicsLatenessOnly = *mtLatOnly
 	if *scale != "" {

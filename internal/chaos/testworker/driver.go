@@ -36,32 +36,11 @@ func newObserved(d ontimedriver.Driver, logLine func(kind, id string, attempt in
 	return &observed{Driver: d, logLine: logLine, attempts: map[string]int{}}
 }
 
-// The topic index (HandleTopics) is the wrapped driver's: a wrapper that
-// embeds only ontimedriver.Driver hides it, and HandleTopics then refuses
-// the store.
-
-// TopicIndexed forwards to the wrapped driver.
-func (o *observed) TopicIndexed() bool {
-	ti, ok := o.Driver.(ontimedriver.TopicIndex)
-	return ok && ti.TopicIndexed()
-}
-
-// DueTopics forwards to the wrapped driver.
-func (o *observed) DueTopics(ctx context.Context, pattern string, within time.Duration, limit int) (*ontimedriver.DueTopicsResult, error) {
-	return o.Driver.(ontimedriver.TopicIndex).DueTopics(ctx, pattern, within, limit)
-}
-
-// SubscribeTopics forwards to the wrapped driver.
-func (o *observed) SubscribeTopics(ctx context.Context, pattern string) (<-chan ontimedriver.TopicWake, func(), error) {
-	return o.Driver.(ontimedriver.TopicIndex).SubscribeTopics(ctx, pattern)
-}
-
-// AcceptsLegacyPayloads forwards to the wrapped driver, so the library
-// decodes payloads exactly as it would without the wrapper.
-func (o *observed) AcceptsLegacyPayloads() bool {
-	lp, ok := o.Driver.(ontimedriver.LegacyPayloads)
-	return ok && lp.AcceptsLegacyPayloads()
-}
+// Unwrap returns the observed driver: the library finds its optional
+// interfaces (the topic index for HandleTopics, legacy payloads) through
+// the wrapper (ontimedriver.As), so it decodes and serves exactly as it
+// would without it.
+func (o *observed) Unwrap() ontimedriver.Driver { return o.Driver }
 
 // Claim records the attempt of every timer it leases.
 func (o *observed) Claim(ctx context.Context, topic string, max int, lease time.Duration) (*ontimedriver.ClaimResult, error) {

@@ -84,7 +84,7 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("write-tokens", "", "comma-separated bearer tokens that may also publish, cancel and fire (env ONTIME_WRITE_TOKENS)")
 	f.String("admin-tokens", "", "comma-separated bearer tokens that may do everything (env ONTIME_ADMIN_TOKENS)")
 	f.String("allowed-hosts", "", `host names clients reach the server by, besides its address and localhost ("*.example.com"; "*": any) (env ONTIME_ALLOWED_HOSTS)`)
-	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
+	f.String("serve-topics", "", `topics delivered besides the configured ones: comma-separated names or patterns with * and ? (default "*" native, none compat; env ONTIME_SERVE_TOPICS)`)
 	f.Duration("discover-interval", config.DefaultDiscover, "how often to look for new topics matching serve-topics (env ONTIME_DISCOVER_INTERVAL)")
 	f.Duration("shutdown-timeout", config.DefaultShutdownTimeout, "graceful stop bound (env ONTIME_SHUTDOWN_TIMEOUT)")
 	f.Duration("metrics-sample-interval", config.DefaultMetricsSample, "how often /metrics counts the timers of every topic (env ONTIME_METRICS_SAMPLE_INTERVAL)")
@@ -215,9 +215,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		// a count of every topic each pass would cost the store more
 		// than everything else an idle server does.
 		so := &ontimeprom.SampleOptions{Interval: cfg.MetricsSampleInterval.D(), Filter: cfg.Serves, MaxTopics: max(cfg.MetricsMaxTopics, 0)}
-		if idx, ok := st.Driver.(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
-			so.Labelled = true
-		}
+		_, so.Labelled = ontimedriver.IndexedTopics(st.Driver)
 		if len(cfg.ServeTopics) == 0 {
 			if len(topics) == 0 {
 				return

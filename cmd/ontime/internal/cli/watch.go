@@ -16,6 +16,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/backoff"
 )
 
 func newWatchCmd(e *env) *cobra.Command {
@@ -85,7 +86,7 @@ func watchWorker(ctx context.Context, c *apiClient, topic string, e *env, out ou
 // (?ack=explicit) and confirms each event after it was printed.
 func watchServer(ctx context.Context, c *apiClient, topic string, e *env, out output, asJSON bool) error {
 	hc := &http.Client{Transport: c.hc.Transport} // no overall timeout: a stream lasts
-	var backoff time.Duration
+	var wait time.Duration
 	for {
 		connected, err := streamOnce(ctx, hc, c, topic, e, out, asJSON)
 		if ctx.Err() != nil {
@@ -96,14 +97,14 @@ func watchServer(ctx context.Context, c *apiClient, topic string, e *env, out ou
 			return err
 		}
 		if connected {
-			backoff = 0
+			wait = 0
 		}
-		backoff = min(max(2*backoff, 250*time.Millisecond), 5*time.Second)
-		fmt.Fprintf(e.stderr, "watch: %v; reconnecting in %s\n", err, backoff)
+		wait = backoff.Next(wait, 250*time.Millisecond, 5*time.Second)
+		fmt.Fprintf(e.stderr, "watch: %v; reconnecting in %s\n", err, wait.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
 	}
 }

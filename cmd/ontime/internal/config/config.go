@@ -17,6 +17,7 @@ import (
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // Defaults of the server configuration.
@@ -91,7 +92,8 @@ type Config struct {
 	AllowedHosts []string `toml:"allowed_hosts"`
 	// ServeTopics names the topics, besides the configured ones ([topics.NAME]),
 	// whose timers this server delivers: names or patterns where * matches
-	// any run of characters ("billing.*", "*"). The server starts a worker
+	// any run of characters and ? any one ("billing.*", "tenant-?", "*"),
+	// as the library's HandleTopics patterns (ontimedriver.MatchTopic). The server starts a worker
 	// for a matching topic when the API schedules a timer on it, and finds
 	// matching topics written by other processes every DiscoverInterval.
 	// A topic that matches nothing and is not configured is never delivered
@@ -719,24 +721,15 @@ func (c *Config) TopicConfig(name string) Topic {
 	return t
 }
 
-// checkTopicPattern checks a serve_topics entry: a topic name in which *
-// may stand for any run of characters.
+// checkTopicPattern checks a serve_topics entry: a topic name, or a
+// pattern in which * stands for any run of characters and ? for any one
+// (ontimedriver.ValidatePattern, the library's rules for HandleTopics).
 func checkTopicPattern(p string) error {
-	if !strings.Contains(p, "*") {
+	if !strings.ContainsAny(p, "*?") {
 		return wire.ValidateTopic(p)
 	}
-	if len(p) > 200 {
-		return errors.New("longer than 200 characters")
-	}
-	for _, r := range p {
-		if r != '*' && !strings.ContainsRune(topicChars, r) {
-			return fmt.Errorf("character %q is not allowed in a topic (letters, digits and . _ - : / @ + ~; * in patterns)", r)
-		}
-	}
-	return nil
+	return ontimedriver.ValidatePattern(p)
 }
-
-const topicChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@+~"
 
 // Serves reports whether topic is delivered by this server: configured in
 // [topics.NAME], or matching an entry of ServeTopics.
@@ -745,35 +738,9 @@ func (c *Config) Serves(topic string) bool {
 		return true
 	}
 	for _, p := range c.ServeTopics {
-		if MatchTopic(p, topic) {
+		if ontimedriver.MatchTopic(p, topic) {
 			return true
 		}
 	}
 	return false
-}
-
-// MatchTopic reports whether topic matches pattern, in which * stands for
-// any run of characters (including none, "/" included) and every other
-// character for itself.
-func MatchTopic(pattern, topic string) bool {
-	if pattern == "*" { // serve_topics' default on the native layout, checked on every publish
-		return true
-	}
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == topic
-	}
-	if !strings.HasPrefix(topic, parts[0]) {
-		return false
-	}
-	topic = topic[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, part := range parts[1 : len(parts)-1] {
-		i := strings.Index(topic, part)
-		if i < 0 {
-			return false
-		}
-		topic = topic[i+len(part):]
-	}
-	return len(topic) >= len(last) && strings.HasSuffix(topic, last)
 }

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -125,10 +126,9 @@ func (c *claimer) claim(ctx context.Context, want int) (n int, next time.Duratio
 	if !res.Next.IsZero() {
 		next = max(res.Next.Sub(res.Now), 0)
 	}
-	lenient := false
-	if lp, ok := drv.(ontimedriver.LegacyPayloads); ok {
-		lenient = lp.AcceptsLegacyPayloads()
-	}
+	// Looked up through any wrapper (the Client's StoreCall observer), as
+	// the library does.
+	lenient := ontimedriver.AcceptsLegacyPayloads(drv)
 	policy := tr.retry()
 	var settle settlements
 	var holds []*hold
@@ -142,7 +142,7 @@ func (c *claimer) claim(ctx context.Context, want int) (n int, next time.Duratio
 		h := &hold{store: sh, msg: &Message{ID: t.ID, Topic: tr.name, Due: t.Due, Attempt: t.Attempt}}
 		env, derr := decode(t.Payload, lenient)
 		if derr == nil {
-			h.msg.CorrelationID, h.msg.ContentType, h.msg.Headers = splitHeaders(env)
+			h.msg.CorrelationID, h.msg.ContentType, h.msg.Headers = env.Split()
 			if h.msg.CorrelationID == "" {
 				h.msg.CorrelationID = t.ID
 			}
@@ -282,33 +282,15 @@ func decode(payload []byte, lenient bool) (*envelope.Message, error) {
 	return envelope.DecodeBinary(payload)
 }
 
-// splitHeaders separates the well-known headers from the user's, as the
-// library does for its handlers.
-func splitHeaders(env *envelope.Message) (corr, ct string, user map[string]string) {
-	for _, h := range env.Headers {
-		switch h.Key {
-		case "correlation_id":
-			corr = h.Value
-		case "content-type":
-			ct = h.Value
-		default:
-			if user == nil {
-				user = make(map[string]string, len(env.Headers))
-			}
-			user[h.Key] = h.Value
-		}
-	}
-	return corr, ct, user
-}
-
 // hookSet calls the Client's delivery hooks.
 type hookSet struct {
 	starts []ontime.DeliveryStartHook
 	ends   []ontime.DeliveryEndHook
+	log    *slog.Logger
 }
 
-func newHookSet(hooks []any) hookSet {
-	var s hookSet
+func newHookSet(hooks []any, log *slog.Logger) hookSet {
+	s := hookSet{log: log}
 	for _, h := range hooks {
 		if x, ok := h.(ontime.DeliveryStartHook); ok {
 			s.starts = append(s.starts, x)
@@ -320,15 +302,36 @@ func newHookSet(hooks []any) hookSet {
 	return s
 }
 
+// start runs every start hook, each with its own recover, as the library
+// does: a panicking hook skips none of the others, so start and end hooks
+// stay paired (in-flight gauges do not drift).
 func (s hookSet) start(ctx context.Context, d *ontime.Delivery) context.Context {
 	for _, h := range s.starts {
-		ctx = h.DeliveryStart(ctx, d)
+		ctx = s.startOne(ctx, h, d)
 	}
 	return ctx
 }
 
+func (s hookSet) startOne(ctx context.Context, h ontime.DeliveryStartHook, d *ontime.Delivery) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("watch: a DeliveryStart hook panicked", "topic", d.Topic, "id", d.ID, "panic", p)
+		}
+	}()
+	return h.DeliveryStart(ctx, d)
+}
+
+// end runs every end hook, each with its own recover.
 func (s hookSet) end(ctx context.Context, d *ontime.Delivery, r ontime.DeliveryResult) {
 	for _, h := range s.ends {
-		h.DeliveryEnd(ctx, d, r)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					s.log.Error("watch: a DeliveryEnd hook panicked", "topic", d.Topic, "id", d.ID, "panic", p)
+				}
+			}()
+			h.DeliveryEnd(ctx, d, r)
+		}()
 	}
 }

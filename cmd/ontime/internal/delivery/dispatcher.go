@@ -125,11 +125,9 @@ func New(o Options) (*Dispatcher, error) {
 		discoverDone: make(chan struct{}),
 		sharedDone:   make(chan struct{}),
 		kafka:        &KafkaClients{},
-		hooks:        newHookSet(o.Hooks),
+		hooks:        newHookSet(o.Hooks, o.Logger),
 	}
-	if idx, ok := o.Client.Driver().(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
-		d.indexed = true
-	}
+	_, d.indexed = ontimedriver.IndexedTopics(o.Client.Driver())
 	// Build every configured target now, so that a bad one fails the start.
 	for _, name := range slices.Sorted(maps.Keys(o.Config.Topics)) {
 		tc := o.Config.TopicConfig(name)

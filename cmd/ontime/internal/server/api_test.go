@@ -355,6 +355,9 @@ type scheduleCounter struct {
 	calls atomic.Int64
 }
 
+// Unwrap returns the counted driver (its optional interfaces stay in view).
+func (c *scheduleCounter) Unwrap() ontimedriver.Driver { return c.Driver }
+
 func (c *scheduleCounter) Schedule(ctx context.Context, topic string, timers []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
 	c.calls.Add(1)
 	return c.Driver.Schedule(ctx, topic, timers, mode)

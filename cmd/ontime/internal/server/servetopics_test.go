@@ -36,7 +36,9 @@ func TestServeTopics(t *testing.T) {
 	}
 }
 
-func TestMatchTopic(t *testing.T) {
+// serve_topics patterns match as the library's HandleTopics patterns do
+// (ontimedriver.MatchTopic): * any run of characters, ? any one.
+func TestServeTopicsMatch(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		pattern, topic string
@@ -55,9 +57,13 @@ func TestMatchTopic(t *testing.T) {
 		{"exact", "exact", true},
 		{"exact", "exactly", false},
 		{"t/*", "t/x/y", true},
+		{"tenant-?", "tenant-1", true},
+		{"tenant-?", "tenant-12", false},
+		{"tenant-?", "tenant-", false},
 	} {
-		if got := config.MatchTopic(c.pattern, c.topic); got != c.want {
-			t.Errorf("MatchTopic(%q, %q) = %v, want %v", c.pattern, c.topic, got, c.want)
+		cfg := &config.Config{ServeTopics: []string{c.pattern}}
+		if got := cfg.Serves(c.topic); got != c.want {
+			t.Errorf("serve_topics [%q] serves %q: %v, want %v", c.pattern, c.topic, got, c.want)
 		}
 	}
 }
