@@ -30,7 +30,7 @@ func serveDeadEnds(t *testing.T, deadEnd string) *srv {
 	err := os.WriteFile(cfg, []byte(fmt.Sprintf(`
 [topics.%s]
 retry = { max_attempts = 1 }
-target = { type = "http", url = %q, secret = "s", timeout = "5s" }
+target = { type = "http", url = %q, secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", timeout = "5s" }
 `, deadEnd, hook.URL)), 0o600)
 	if err != nil {
 		t.Fatal(err)
