@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -244,14 +245,22 @@ func TestExpiredLeaseIsClaimedAgain(t *testing.T) {
 	t.Parallel()
 	d, _ := open(t, nil)
 	schedule(t, d, "q", ontimedriver.NewTimer{ID: "x"})
-	r1 := claim(t, d, "q", 1, 30*time.Millisecond)
+	r1 := claim(t, d, "q", 1, time.Minute)
 	if len(r1.Timers) != 1 {
 		t.Fatal("not claimed")
 	}
 	if r := claim(t, d, "q", 1, time.Minute); len(r.Timers) != 0 {
 		t.Fatal("claimed while leased")
 	}
-	time.Sleep(40 * time.Millisecond)
+	// Shorten the lease to a millisecond and wait for the store to see it
+	// expired (no fixed sleep: a busy machine may take longer).
+	if errs, err := d.Extend(ctx, "q", []ontimedriver.Lease{{ID: "x", Token: r1.Timers[0].Token}}, time.Millisecond); err != nil || errs[0] != nil {
+		t.Fatalf("extend to 1ms: %v, %v", errs, err)
+	}
+	wait.For(t, 10*time.Second, func() bool {
+		info, err := d.Get(ctx, "q", "x")
+		return err == nil && info.State == ontimedriver.StateScheduled
+	}, "the shortened lease to expire")
 	info, _ := d.Get(ctx, "q", "x")
 	if info.State != ontimedriver.StateScheduled || !info.LeaseUntil.IsZero() || info.Attempt != 1 {
 		t.Errorf("expired lease: Get = %+v, want scheduled", info)
