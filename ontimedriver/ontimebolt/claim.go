@@ -35,7 +35,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 		res = &ontimedriver.ClaimResult{Now: fromMicros(nowUs)}
 		quarantined = nil
 		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		if err != nil {
 			return err
 		}
 
@@ -53,29 +53,30 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			stale  [][]byte
 			leased int
 		)
-		c := tb.queue.Cursor()
-		for k, _ := c.First(); k != nil && leased < limit; k, _ = c.Next() {
+		c := tb.cursor(tb.queue)
+		for k := c.first(); k != nil && leased < limit; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
-				stale = append(stale, bytes.Clone(k))
+				stale = append(stale, tb.key(k))
 				continue
 			}
 			if ts > nowUs {
 				break
 			}
 			id := string(idb)
-			raw := tb.timers.Get(idb)
+			tkey := timerKey(topic, id)
+			raw := tb.timers.Get(tkey)
 			if raw == nil {
-				stale = append(stale, bytes.Clone(k)) // orphan: no record
+				stale = append(stale, tb.key(k)) // orphan: no record
 				continue
 			}
-			rec, err := decodeRecord(id, raw)
+			rec, err := decodeRecord(tkey, raw)
 			if err != nil {
 				cands = append(cands, candidate{key: bytes.Clone(k), id: id, bad: err, raw: bytes.Clone(raw)})
 				continue
 			}
 			if rec.claimable() != ts {
-				stale = append(stale, bytes.Clone(k)) // not the record's entry
+				stale = append(stale, tb.key(k)) // not the record's entry
 				continue
 			}
 			cands = append(cands, candidate{key: bytes.Clone(k), id: id, rec: rec})
@@ -112,7 +113,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			if err := tb.unindex(c.id, &rec); err != nil {
 				return err
 			}
-			seq, err := tb.root.NextSequence()
+			seq, err := tb.timers.NextSequence()
 			if err != nil {
 				return err
 			}
@@ -167,12 +168,6 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			for i := range results {
-				results[i] = ontimedriver.ErrLeaseLost
-			}
-			return nil
 		}
 		w.start(tb)
 		now := time.Now()
@@ -245,12 +240,6 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			for i := range results {
-				results[i] = ontimedriver.ErrLeaseLost
-			}
-			return nil
 		}
 		deadline := addMicros(time.Now(), lease)
 		for i, l := range leases {

@@ -80,8 +80,8 @@
 //
 // [Driver] implements [ontimedriver.TopicIndex], so one worker loop can
 // serve thousands of topics. Since one process owns the file, the index is
-// kept in memory: Open builds it from the first key of every topic's q
-// bucket (no timer record is read), and every write batch ends by reading
+// kept in memory: Open builds it from the first q key of every topic that
+// has timers (no timer record is read), and every write batch ends by reading
 // the head of each topic it wrote; the index takes those once the commit is
 // fsynced and before any caller is answered, so it never shows a write that
 // was rolled back, and after a failed commit the heads are read again. The
@@ -116,19 +116,37 @@
 //
 // # Layout
 //
-// One bucket per topic under a "topics" bucket, each holding:
+// Every bucket is store-wide and a topic is a key prefix, not a bucket, so
+// a topic costs what it holds: a topic without timers or dead letters has
+// nothing in the file and costs nothing at Open, and one with a single
+// timer (a 100-byte body) takes about 600 bytes of the file. Open reads no
+// per-topic structure: it reads the head of each topic that holds timers
+// (about one page per 60 such topics) and nothing of the others.
 //
-//	t  id → timer record: due, attempt, lease token and deadline, last error, payload
-//	q  claimable instant ‖ id → ""   (due time, or lease deadline while leased)
-//	l  lease deadline ‖ id → ""       (leased timers only)
-//	x  id → dead record: due, died at, attempt, reason, error, payload
-//	y  died at ‖ id → ""
-//	n, d  counts of timers and dead letters
+//	m  topic → counts of timers and dead letters (only topics that hold some)
+//	t  id ‖ topic → timer record: due, attempt, lease token and deadline, last error, payload
+//	q  topic ‖ claimable instant ‖ id → ""   (due time, or lease deadline while leased)
+//	l  topic ‖ lease deadline ‖ id → ""      (leased timers only)
+//	x  topic ‖ id → dead record: due, died at, attempt, reason, error, payload
+//	y  topic ‖ died at ‖ id → ""
 //
-// Instants in keys are 8 bytes big-endian, so byte order is time order. q
-// serves Claim (walk from the start while due), Next (its first key) and List
-// (its order is the claim order) in one index. Lease tokens come from the
-// topic bucket's sequence, so none is ever handed out twice.
+// The topic in a key is its length, then its bytes. Instants in keys are 8
+// bytes big-endian, so byte order is time order. q serves Claim (walk the
+// topic's keys from the first while due), Next (the topic's first key) and
+// List (its order is the claim order) in one index. A timer's key starts
+// with the id: the library's ids are time-ordered (UUIDv7), so the records
+// a commit writes (new timers, and the claims and acks of the timers due
+// now) sit together in a few pages whatever their topics, and a store with
+// a million timers due later writes about as many pages per commit as an
+// empty one. Lease tokens come from the t bucket's sequence, so none is
+// ever handed out twice.
+//
+// A file of the first layout ("ontimebolt/1", one bucket per topic, kept
+// forever) is migrated in place by Open, in transactions of 20,000 keys; a
+// crash in the middle is resumed by the next Open, and a version of ontime
+// from before the migration refuses a file being migrated or migrated. The
+// migration frees the old layout's pages for reuse without shrinking the
+// file: later writes reuse them.
 //
 // # Benchmarks
 //

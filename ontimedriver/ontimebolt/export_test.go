@@ -98,7 +98,7 @@ func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
 	)
 	err := d.view(func(tx *bbolt.Tx) error {
 		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		if err != nil {
 			return err
 		}
 		us, ok = tb.head()
@@ -111,4 +111,41 @@ func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return fromMicros(us), true
+}
+
+// DBStats returns bbolt's statistics of d's file.
+func DBStats(d *Driver) bbolt.Stats { return d.db.Stats() }
+
+// SetMigration makes Open migrate a format 1 file in transactions of chunk
+// keys, calling hook before each (an error from it stops the migration).
+func SetMigration(o *Options, chunk int, hook func(txs int) error) {
+	o.migrateChunk, o.migrateHook = chunk, hook
+}
+
+// Format returns the format marker of d's file.
+func Format(t testing.TB, d *Driver) string {
+	t.Helper()
+	var f string
+	if err := d.view(func(tx *bbolt.Tx) error {
+		f = string(tx.Bucket(bucketMeta).Get(keyFormat))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// InUse returns the bytes of d's file in use: pages neither free nor
+// waiting to be freed, times the page size.
+func InUse(t testing.TB, d *Driver) int64 {
+	t.Helper()
+	var n int64
+	if err := d.db.View(func(tx *bbolt.Tx) error {
+		st := d.db.Stats()
+		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(d.db.Info().PageSize)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

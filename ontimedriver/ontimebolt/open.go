@@ -52,7 +52,7 @@ func Open(path string, opts *Options) (*Driver, error) {
 		topicSubs:  make(map[*topicSubscription]struct{}),
 		idx:        newTopicIndex(),
 	}
-	if err := d.initLayout(); err != nil {
+	if err := d.initLayout(&o); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -111,6 +111,9 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSy
 		NoFreelistSync: noFreelistSync,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
+			if err == nil {
+				noReadahead(f)
+			}
 			file = f
 			return f, err
 		},
@@ -145,8 +148,9 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSy
 // file, which no recover can catch. It first waits for the lock, so that it
 // never reads a header another process is writing.
 //
-// With deep set it also checks every page (Options.CheckOnOpen). It does so
-// anyway when the file has no stored free list: bbolt then rebuilds it by
+// It always checks the root page and the buckets inlined in it
+// (checkRoot). With deep set it checks every page (Options.CheckOnOpen). It
+// does so anyway when the file has no stored free list: bbolt then rebuilds it by
 // walking every page, and that walk panics on a goroutine of its own (so no
 // recover can catch it) at the first damaged page.
 func precheck(path string, timeout time.Duration, deep bool) error {
@@ -162,6 +166,7 @@ func precheck(path string, timeout time.Duration, deep bool) error {
 		return fmt.Errorf("ontimebolt: open %s: %w", path, err)
 	}
 	defer f.Close()
+	noReadahead(f)
 	unlock, err := lockFile(f, timeout)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
@@ -178,8 +183,11 @@ func precheck(path string, timeout time.Duration, deep bool) error {
 		return fmt.Errorf("ontimebolt: open %s: is a directory", path)
 	}
 	m, err := checkHeader(f, path, info.Size())
-	if err != nil || m == nil || (!deep && m.freelist != noFreelistPgid) {
+	if err != nil || m == nil {
 		return err
+	}
+	if !deep && m.freelist != noFreelistPgid {
+		return checkRoot(f, path, *m)
 	}
 	return checkPages(f, path, *m)
 }
@@ -292,11 +300,11 @@ func checkHeader(f io.ReaderAt, path string, size int64) (*boltMeta, error) {
 	return &m, nil
 }
 
-// initLayout creates the store's buckets in a new file, or checks them in
-// an existing one: the format marker, and every topic's buckets. This read
-// also touches the pages a damaged file most often breaks first.
-func (d *Driver) initLayout() error {
-	var ready bool
+// initLayout creates the store's buckets in a new file, checks them in an
+// existing one, or migrates a file of format 1 (migrate.go). It reads no
+// per-topic structure: its cost does not grow with the topics.
+func (d *Driver) initLayout(o *Options) error {
+	var format []byte
 	err := d.view(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -310,39 +318,37 @@ func (d *Driver) initLayout() error {
 			}
 			return nil
 		}
-		if f := meta.Get(keyFormat); !bytes.Equal(f, formatV1) {
-			return corruptError(d.path, "unknown store format %q (this version reads %q)", f, formatV1)
+		format = bytes.Clone(meta.Get(keyFormat))
+		switch {
+		case bytes.Equal(format, formatV2):
+			_, err := dataBucketsOf(tx, d.path)
+			return err
+		case bytes.Equal(format, formatV1), bytes.Equal(format, formatMigrating):
+			if tx.Bucket(bucketV1Topics) == nil {
+				return corruptError(d.path, "bucket %q is missing", bucketV1Topics)
+			}
+			return nil
 		}
-		topics := tx.Bucket(bucketTopics)
-		if topics == nil {
-			return corruptError(d.path, "bucket %q is missing", bucketTopics)
-		}
-		err := topics.ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
+		return corruptError(d.path, "unknown store format %q (this version reads %q and %q)", format, formatV2, formatV1)
+	})
+	switch {
+	case err != nil:
+		return err
+	case format == nil:
+		return d.update(func(tx *bbolt.Tx) error {
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 			if err != nil {
 				return err
 			}
-			tb.counter(keyCount)
-			tb.counter(keyDeadCount)
-			return nil
+			if err := meta.Put(keyFormat, formatV2); err != nil {
+				return err
+			}
+			return createDataBuckets(tx)
 		})
-		ready = err == nil
-		return err
-	})
-	if err != nil || ready {
-		return err
+	case !bytes.Equal(format, formatV2):
+		return d.migrate(o)
 	}
-	return d.update(func(tx *bbolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keyFormat, formatV1); err != nil {
-			return err
-		}
-		_, err = tx.CreateBucketIfNotExists(bucketTopics)
-		return err
-	})
+	return nil
 }
 
 // dropLeases ends every lease found in the file at Open. Only one process
@@ -354,62 +360,62 @@ func (d *Driver) initLayout() error {
 // claim counted, so a timer whose handler crashed the process still moves
 // towards MaxAttempts. A file without leases is not written.
 func (d *Driver) dropLeases() error {
-	var topics []string
+	var any bool
 	err := d.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
-			if err != nil {
-				return err
-			}
-			if k, _ := tb.leases.Cursor().First(); k != nil {
-				topics = append(topics, string(name))
-			}
-			return nil
-		})
+		s, err := dataBucketsOf(tx, d.path)
+		if err != nil {
+			return err
+		}
+		k, _ := s.leases.Cursor().First()
+		any = k != nil
+		return nil
 	})
-	if err != nil || len(topics) == 0 {
+	if err != nil || !any {
 		return err
 	}
 	dropped := 0
 	err = d.update(func(tx *bbolt.Tx) error {
 		dropped = 0
-		for _, topic := range topics {
-			tb, err := lookupTopic(tx, d.path, topic)
-			if err != nil {
+		s, err := dataBucketsOf(tx, d.path)
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		c := s.leases.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := s.leases.Delete(k); err != nil {
 				return err
 			}
-			var keys [][]byte
-			c := tb.leases.Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				keys = append(keys, bytes.Clone(k))
+			topic, rest, ok := splitTopic(k)
+			if !ok {
+				continue
 			}
-			for _, k := range keys {
-				_, idb, ok := splitKey(k)
-				if !ok {
-					if err := tb.leases.Delete(k); err != nil {
-						return err
-					}
-					continue
-				}
-				id := string(idb)
-				rec, found, err := tb.getTimer(id)
-				if !found || err != nil || !rec.leased() {
-					// A stale entry, or a damaged record (Claim moves
-					// that to the dead letters later): drop the entry.
-					if err := tb.leases.Delete(k); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := tb.unindex(id, &rec); err != nil {
-					return err
-				}
-				rec.token, rec.leaseUntil = 0, 0
-				if err := tb.putTimer(id, &rec); err != nil {
-					return err
-				}
-				dropped++
+			_, idb, ok := splitKey(rest)
+			if !ok {
+				continue
 			}
+			tb := &topicBuckets{path: d.path, name: string(topic), prefix: topicPrefix(string(topic)), stores: s}
+			id := string(idb)
+			rec, found, err := tb.getTimer(id)
+			if !found || err != nil || !rec.leased() {
+				// A stale entry (now deleted), or a damaged record
+				// (Claim moves that to the dead letters later).
+				continue
+			}
+			if err := tb.queue.Delete(tb.idx(rec.claimable(), id)); err != nil {
+				return err
+			}
+			if err := tb.leases.Delete(tb.idx(rec.leaseUntil, id)); err != nil {
+				return err
+			}
+			rec.token, rec.leaseUntil = 0, 0
+			if err := tb.putTimer(id, &rec); err != nil {
+				return err
+			}
+			dropped++
 		}
 		return nil
 	})

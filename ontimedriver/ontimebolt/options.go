@@ -52,6 +52,13 @@ type Options struct {
 	// syncDir fsyncs the file's directory at Open; tests replace it (see
 	// export_test.go). Default syncDir.
 	syncDir func(dir string) error
+
+	// migrateChunk is how many keys a migration transaction moves (default
+	// migrateChunk); migrateHook, if set, is called before each migration
+	// transaction with the number done so far, and an error from it stops
+	// the migration there, as a crash would. Tests set them.
+	migrateChunk int
+	migrateHook  func(txs int) error
 }
 
 const (

@@ -23,6 +23,9 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		return []ontimedriver.ScheduleResult{}, ctx.Err()
 	}
 	for _, t := range timers {
+		if t.ID == "" {
+			return nil, fmt.Errorf("%w: a timer has an empty id", ontimedriver.ErrInvalid)
+		}
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
 		}
@@ -34,7 +37,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	}
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]ontimedriver.ScheduleResult, len(timers))
-		tb, err := createTopic(tx, d.path, topic)
+		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {
 			return err
 		}
@@ -90,10 +93,6 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 		tb, err := lookupTopic(tx, d.path, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			result = ontimedriver.ErrNotFound
-			return nil
 		}
 		rec, found, err := tb.getTimer(id)
 		switch {

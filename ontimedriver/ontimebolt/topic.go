@@ -3,113 +3,147 @@ package ontimebolt
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
+	"errors"
 
 	"go.etcd.io/bbolt"
 )
 
-// topicBuckets are one topic's buckets inside a transaction, plus counter
-// deltas that flush writes back.
+// stores are the store-wide data buckets inside a transaction.
+type stores struct {
+	meta, timers, queue, leases, dead, deadIdx *bbolt.Bucket
+}
+
+// dataBucketsOf binds the data buckets of tx; a missing one means damage.
+func dataBucketsOf(tx *bbolt.Tx, path string) (*stores, error) {
+	s := &stores{
+		meta:    tx.Bucket(bucketTopicMeta),
+		timers:  tx.Bucket(bucketTimers),
+		queue:   tx.Bucket(bucketQueue),
+		leases:  tx.Bucket(bucketLeases),
+		dead:    tx.Bucket(bucketDead),
+		deadIdx: tx.Bucket(bucketDeadIdx),
+	}
+	if s.meta == nil || s.timers == nil || s.queue == nil || s.leases == nil || s.dead == nil || s.deadIdx == nil {
+		return nil, corruptError(path, "a bucket of the store is missing")
+	}
+	return s, nil
+}
+
+// topicBuckets is one topic's view of the data buckets inside a
+// transaction, plus counter deltas that flush writes back.
 type topicBuckets struct {
 	path, name string
+	prefix     []byte // tp(topic): the prefix of the topic's q, l, x and y keys
+	*stores
 
-	root, timers, queue, leases, dead, deadIdx *bbolt.Bucket
-
-	dn, dd int64 // pending changes to the n and d counters
+	dn, dd int64 // pending changes to the topic's counts
 }
 
-// lookupTopic returns the topic's buckets, or nil when the topic was never
-// written.
+// lookupTopic returns the topic's view of tx's buckets. A topic that holds
+// nothing has no keys: every lookup in it finds nothing.
 func lookupTopic(tx *bbolt.Tx, path, topic string) (*topicBuckets, error) {
-	topics := tx.Bucket(bucketTopics)
-	if topics == nil {
-		return nil, corruptError(path, "bucket %q is missing", bucketTopics)
+	s, err := dataBucketsOf(tx, path)
+	if err != nil {
+		return nil, err
 	}
-	root := topics.Bucket([]byte(topic))
-	if root == nil {
-		return nil, nil
-	}
-	return bindTopic(path, topic, root)
-}
-
-// createTopic returns the topic's buckets, creating them if needed.
-func createTopic(tx *bbolt.Tx, path, topic string) (*topicBuckets, error) {
-	topics := tx.Bucket(bucketTopics)
-	if topics == nil {
-		return nil, corruptError(path, "bucket %q is missing", bucketTopics)
-	}
-	root := topics.Bucket([]byte(topic))
-	if root == nil {
-		var err error
-		if root, err = topics.CreateBucket([]byte(topic)); err != nil {
-			return nil, fmt.Errorf("ontimebolt: %s: create topic %q: %w", path, topic, err)
-		}
-		for _, name := range [][]byte{bucketTimers, bucketQueue, bucketLeases, bucketDead, bucketDeadIdx} {
-			if _, err := root.CreateBucket(name); err != nil {
-				return nil, fmt.Errorf("ontimebolt: %s: create topic %q: %w", path, topic, err)
-			}
-		}
-	}
-	return bindTopic(path, topic, root)
-}
-
-func bindTopic(path, topic string, root *bbolt.Bucket) (*topicBuckets, error) {
-	tb := &topicBuckets{
-		path:    path,
-		name:    topic,
-		root:    root,
-		timers:  root.Bucket(bucketTimers),
-		queue:   root.Bucket(bucketQueue),
-		leases:  root.Bucket(bucketLeases),
-		dead:    root.Bucket(bucketDead),
-		deadIdx: root.Bucket(bucketDeadIdx),
-	}
-	if tb.timers == nil || tb.queue == nil || tb.leases == nil || tb.dead == nil || tb.deadIdx == nil {
-		return nil, corruptError(path, "topic %q: a bucket is missing", topic)
-	}
-	return tb, nil
+	return &topicBuckets{path: path, name: topic, prefix: topicPrefix(topic), stores: s}, nil
 }
 
 func (tb *topicBuckets) corrupt(kind, id string, err error) error {
 	return corruptError(tb.path, "topic %q: %s %q: %v", tb.name, kind, id, err)
 }
 
+// key returns the full key of the topic's index entry (or dead letter)
+// whose part after the prefix is suffix.
+func (tb *topicBuckets) key(suffix []byte) []byte {
+	k := make([]byte, len(tb.prefix)+len(suffix))
+	n := copy(k, tb.prefix)
+	copy(k[n:], suffix)
+	return k
+}
+
+// idx is indexKey in this topic.
+func (tb *topicBuckets) idx(us int64, id string) []byte { return indexKey(tb.prefix, us, id) }
+
+// cursor walks the keys of one topic in b, returning the part of each key
+// after the topic's prefix (nil past the topic's last key).
+type topicCursor struct {
+	c      *bbolt.Cursor
+	prefix []byte
+}
+
+func (tb *topicBuckets) cursor(b *bbolt.Bucket) topicCursor {
+	return topicCursor{c: b.Cursor(), prefix: tb.prefix}
+}
+
+// first returns the topic's first key.
+func (tc topicCursor) first() []byte {
+	k, _ := tc.c.Seek(tc.prefix)
+	return tc.own(k)
+}
+
+// seek returns the topic's first key at or after suffix.
+func (tc topicCursor) seek(suffix []byte) []byte {
+	k, _ := tc.c.Seek(append(bytes.Clone(tc.prefix), suffix...))
+	return tc.own(k)
+}
+
+// next returns the topic's next key.
+func (tc topicCursor) next() []byte {
+	k, _ := tc.c.Next()
+	return tc.own(k)
+}
+
+func (tc topicCursor) own(k []byte) []byte {
+	if k == nil || !bytes.HasPrefix(k, tc.prefix) {
+		return nil
+	}
+	return k[len(tc.prefix):]
+}
+
 // getTimer loads a timer. found is false when there is none; err wraps
 // ErrCorrupt when there is one that does not decode.
 func (tb *topicBuckets) getTimer(id string) (rec record, found bool, err error) {
-	raw := tb.timers.Get([]byte(id))
+	key := timerKey(tb.name, id)
+	raw := tb.timers.Get(key)
 	if raw == nil {
 		return rec, false, nil
 	}
-	rec, err = decodeRecord(id, raw)
+	rec, err = decodeRecord(key, raw)
 	if err != nil {
 		return rec, true, tb.corrupt("timer", id, err)
 	}
 	return rec, true, nil
 }
 
+// hasTimer reports whether the topic has a timer with that id.
+func (tb *topicBuckets) hasTimer(id string) bool {
+	return tb.timers.Get(timerKey(tb.name, id)) != nil
+}
+
 // putTimer writes a timer and its index entries. The caller has removed the
 // entries of the previous version (unindex).
 func (tb *topicBuckets) putTimer(id string, rec *record) error {
-	if err := tb.timers.Put([]byte(id), rec.encode(id)); err != nil {
+	key := timerKey(tb.name, id)
+	if err := tb.timers.Put(key, rec.encode(key)); err != nil {
 		return err
 	}
-	if err := tb.queue.Put(indexKey(rec.claimable(), id), nil); err != nil {
+	if err := tb.queue.Put(tb.idx(rec.claimable(), id), nil); err != nil {
 		return err
 	}
 	if rec.leased() {
-		return tb.leases.Put(indexKey(rec.leaseUntil, id), nil)
+		return tb.leases.Put(tb.idx(rec.leaseUntil, id), nil)
 	}
 	return nil
 }
 
 // unindex deletes the index entries of a stored timer.
 func (tb *topicBuckets) unindex(id string, rec *record) error {
-	if err := tb.queue.Delete(indexKey(rec.claimable(), id)); err != nil {
+	if err := tb.queue.Delete(tb.idx(rec.claimable(), id)); err != nil {
 		return err
 	}
 	if rec.leased() {
-		return tb.leases.Delete(indexKey(rec.leaseUntil, id))
+		return tb.leases.Delete(tb.idx(rec.leaseUntil, id))
 	}
 	return nil
 }
@@ -120,30 +154,30 @@ func (tb *topicBuckets) removeTimer(id string, rec *record) error {
 		return err
 	}
 	tb.dn--
-	return tb.timers.Delete([]byte(id))
+	return tb.timers.Delete(timerKey(tb.name, id))
 }
 
 // removeDamagedTimer deletes a timer whose record does not decode. Its index
-// keys are unknown, so the indexes are searched (slow, and only ever needed
-// after damage).
+// keys are unknown, so the topic's indexes are searched (slow, and only
+// ever needed after damage).
 func (tb *topicBuckets) removeDamagedTimer(id string) error {
-	if err := deleteByID(tb.queue, id); err != nil {
+	if err := tb.deleteByID(tb.queue, id); err != nil {
 		return err
 	}
-	if err := deleteByID(tb.leases, id); err != nil {
+	if err := tb.deleteByID(tb.leases, id); err != nil {
 		return err
 	}
 	tb.dn--
-	return tb.timers.Delete([]byte(id))
+	return tb.timers.Delete(timerKey(tb.name, id))
 }
 
-// deleteByID deletes every index entry of b that names id.
-func deleteByID(b *bbolt.Bucket, id string) error {
+// deleteByID deletes every index entry of the topic in b that names id.
+func (tb *topicBuckets) deleteByID(b *bbolt.Bucket, id string) error {
 	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	c := tb.cursor(b)
+	for k := c.first(); k != nil; k = c.next() {
 		if _, kid, ok := splitKey(k); ok && string(kid) == id {
-			keys = append(keys, bytes.Clone(k))
+			keys = append(keys, tb.key(k))
 		}
 	}
 	for _, k := range keys {
@@ -154,13 +188,17 @@ func deleteByID(b *bbolt.Bucket, id string) error {
 	return nil
 }
 
+// deadKey is a dead letter's key in x.
+func (tb *topicBuckets) deadKey(id string) []byte { return tb.key([]byte(id)) }
+
 // getDead loads a dead letter.
 func (tb *topicBuckets) getDead(id string) (rec deadRecord, found bool, err error) {
-	raw := tb.dead.Get([]byte(id))
+	key := tb.deadKey(id)
+	raw := tb.dead.Get(key)
 	if raw == nil {
 		return rec, false, nil
 	}
-	rec, err = decodeDead(id, raw)
+	rec, err = decodeDead(key, raw)
 	if err != nil {
 		return rec, true, tb.corrupt("dead letter", id, err)
 	}
@@ -180,61 +218,89 @@ func (tb *topicBuckets) bury(id string, rec *deadRecord) error {
 			return err
 		}
 	}
-	if err := tb.dead.Put([]byte(id), rec.encode(id)); err != nil {
+	key := tb.deadKey(id)
+	if err := tb.dead.Put(key, rec.encode(key)); err != nil {
 		return err
 	}
 	tb.dd++
-	return tb.deadIdx.Put(indexKey(rec.diedAt, id), nil)
+	return tb.deadIdx.Put(tb.idx(rec.diedAt, id), nil)
 }
 
 // removeDead deletes a dead letter and its index entry.
 func (tb *topicBuckets) removeDead(id string, rec *deadRecord) error {
-	if err := tb.deadIdx.Delete(indexKey(rec.diedAt, id)); err != nil {
+	if err := tb.deadIdx.Delete(tb.idx(rec.diedAt, id)); err != nil {
 		return err
 	}
 	tb.dd--
-	return tb.dead.Delete([]byte(id))
+	return tb.dead.Delete(tb.deadKey(id))
 }
 
 func (tb *topicBuckets) removeDamagedDead(id string) error {
-	if err := deleteByID(tb.deadIdx, id); err != nil {
+	if err := tb.deleteByID(tb.deadIdx, id); err != nil {
 		return err
 	}
 	tb.dd--
-	return tb.dead.Delete([]byte(id))
+	return tb.dead.Delete(tb.deadKey(id))
 }
 
 // head returns the first claimable instant of the topic.
 func (tb *topicBuckets) head() (int64, bool) {
-	k, _ := tb.queue.Cursor().First()
-	us, _, ok := splitKey(k)
+	us, _, ok := splitKey(tb.cursor(tb.queue).first())
 	return us, ok
 }
 
-func (tb *topicBuckets) counter(key []byte) int64 {
-	v := tb.root.Get(key)
-	if len(v) != 8 {
-		return 0
+// counts returns the topic's counts of timers and dead letters.
+func (tb *topicBuckets) counts() (n, d int64, err error) {
+	v := tb.meta.Get([]byte(tb.name))
+	if v == nil {
+		return 0, 0, nil
 	}
-	return int64(binary.BigEndian.Uint64(v))
+	n, d, err = decodeCounts(v)
+	if err != nil {
+		return 0, 0, corruptError(tb.path, "topic %q: counts: %v", tb.name, err)
+	}
+	return n, d, nil
 }
 
-// flush writes the counter deltas.
+// flush writes the count deltas. A topic left with no timers and no dead
+// letters loses its entry in m, so that it costs nothing in the file.
 func (tb *topicBuckets) flush() error {
-	for _, c := range []struct {
-		key   []byte
-		delta *int64
-	}{{keyCount, &tb.dn}, {keyDeadCount, &tb.dd}} {
-		if *c.delta == 0 {
-			continue
-		}
-		n := max(tb.counter(c.key)+*c.delta, 0)
-		*c.delta = 0
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, uint64(n))
-		if err := tb.root.Put(c.key, v); err != nil {
-			return err
-		}
+	if tb.dn == 0 && tb.dd == 0 {
+		return nil
 	}
-	return nil
+	n, d, err := tb.counts()
+	if err != nil {
+		return err
+	}
+	n, d = max(n+tb.dn, 0), max(d+tb.dd, 0)
+	tb.dn, tb.dd = 0, 0
+	if n == 0 && d == 0 {
+		return tb.meta.Delete([]byte(tb.name))
+	}
+	return tb.meta.Put([]byte(tb.name), encodeCounts(n, d))
+}
+
+// A topic's entry in m: a version byte (1), then the counts of timers and
+// dead letters as uvarints.
+const countsVersion = 1
+
+func encodeCounts(n, d int64) []byte {
+	b := make([]byte, 1, 1+2*binary.MaxVarintLen64)
+	b[0] = countsVersion
+	b = binary.AppendUvarint(b, uint64(n))
+	return binary.AppendUvarint(b, uint64(d))
+}
+
+var errBadCounts = errors.New("bad counts")
+
+func decodeCounts(b []byte) (n, d int64, err error) {
+	if len(b) < 1 || b[0] != countsVersion {
+		return 0, 0, errBadCounts
+	}
+	dec := decoder{b: b[1:]}
+	un, ud := dec.uvarint(), dec.uvarint()
+	if dec.err != nil || len(dec.b) != 0 || un > 1<<62 || ud > 1<<62 {
+		return 0, 0, errBadCounts
+	}
+	return int64(un), int64(ud), nil
 }

@@ -330,62 +330,67 @@ func (d *Driver) refreshIndex(topics []string) {
 }
 
 // buildIndex fills the index from the file: the first key of every
-// topic's q bucket (no timer record is read). A topic whose q bucket cannot
-// be read (a damaged page) is indexed as due at once, and logged, so that a
-// worker's Claim meets the damage and reports it, and the other topics are
-// served as usual.
+// topic in q, found by one seek per topic past the previous topic's keys
+// (no timer record is read), so Open reads about one q page per topic
+// with timers, and nothing of a topic without. A q key that does not parse
+// (a damaged page) is logged and skipped; a page that cannot be read
+// fails Open with ErrCorrupt.
 func (d *Driver) buildIndex() error {
 	var (
 		ups     []headUpdate
-		damaged []string
+		damaged int
 	)
 	err := d.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
-			topic := string(name)
-			at, ok, bad := d.readHead(tx, topic)
-			if bad != nil {
-				damaged = append(damaged, topic+": "+bad.Error())
-				at, ok = minMicros, true
-			}
+		s, err := dataBucketsOf(tx, d.path)
+		if err != nil {
+			return err
+		}
+		c := s.queue.Cursor()
+		k, _ := c.First()
+		for k != nil {
+			topic, rest, ok := splitTopic(k)
+			var at int64
 			if ok {
-				ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
+				at, _, ok = splitKey(rest)
 			}
-			return nil
-		})
+			if !ok {
+				damaged++
+				k, _ = c.Next()
+				continue
+			}
+			ups = append(ups, headUpdate{topic: string(topic), at: at, ok: true})
+			end := prefixEnd(k[:len(k)-len(rest)])
+			if end == nil {
+				break
+			}
+			k, _ = c.Seek(end)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("ontimebolt: %s: build the topic index: %w", d.path, err)
 	}
-	for _, t := range damaged {
-		d.log.Error("ontimebolt: a topic's claim index cannot be read; the topic index has it due at once",
-			"path", d.path, "topic", t)
+	if damaged > 0 {
+		d.log.Error("ontimebolt: claim index keys that do not parse were skipped; the file is probably damaged (Options.CheckOnOpen checks it)",
+			"path", d.path, "keys", damaged)
 	}
 	d.idx.apply(ups)
 	return nil
 }
 
-// readHead reads a topic's head (as topicBuckets.head, binding the q bucket
-// only), turning a panic or fault on a damaged page into an error.
+// readHead reads a topic's head (as topicBuckets.head), turning a panic or
+// fault on a damaged page into an error.
 func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("reading the file failed: %v", r)
 		}
 	}()
-	topics := tx.Bucket(bucketTopics)
-	if topics == nil {
-		return 0, false, corruptError(d.path, "bucket %q is missing", bucketTopics)
+	tb, err := lookupTopic(tx, d.path, topic)
+	if err != nil {
+		return 0, false, err
 	}
-	root := topics.Bucket([]byte(topic))
-	if root == nil {
-		return 0, false, nil
-	}
-	q := root.Bucket(bucketQueue)
-	if q == nil {
-		return 0, false, corruptError(d.path, "topic %q: a bucket is missing", topic)
-	}
-	k, _ := q.Cursor().First()
-	at, _, ok = splitKey(k)
+	at, ok = tb.head()
 	return at, ok, nil
 }
 

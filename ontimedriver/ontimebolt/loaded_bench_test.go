@@ -1,0 +1,318 @@
+package ontimebolt_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+)
+
+// The loaded-store benchmarks compare HandleTopics over loadedTopics
+// topics on an empty store with the same on a store that holds
+// ONTIMEBOLT_BENCH_PENDING (default 1,000,000) timers due in a year,
+// spread over those topics, in one run: both stores are opened (and the
+// loaded one filled, at the start, once) by the first benchmark that needs
+// them, and each benchmark runs on the empty store, then on the loaded
+// one, so that -count 3 alternates them. Files go to ONTIMEBOLT_BENCH_DIR
+// (default the system's temporary directory; it must be a real disk, as
+// fsync costs nothing on a tmpfs).
+//
+//	go test -run '^$' -bench 'Loaded' -benchtime 100000x -count 3 ./ontimedriver/ontimebolt/
+//
+// e2e publishes b.N timers due now (16 publishers, batches of 100, each
+// batch to the next topic) with the worker running and stops when every
+// one was handled; lateness publishes b.N timers one per call at
+// loadedRate per second, each due 50 to 150 ms after its publish, and
+// reports fire minus due.
+const (
+	loadedTopics = 100
+	loadedRate   = 2000
+)
+
+type loadedStores struct {
+	once   sync.Once
+	err    error
+	dir    string
+	stores map[string]*ontimebolt.Driver
+}
+
+var loaded loadedStores
+
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("ONTIMEBOLT_BENCH_DIR"); d != "" {
+		return d
+	}
+	return os.TempDir()
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return n
+}
+
+func loadedTopic(i int) string { return fmt.Sprintf("tenant-%03d", i%loadedTopics) }
+
+// loadedStore returns the "empty" or the "loaded" store.
+func loadedStore(b *testing.B, which string) *ontimebolt.Driver {
+	pending := envInt(b, "ONTIMEBOLT_BENCH_PENDING", 1_000_000)
+	loaded.once.Do(func() {
+		loaded.dir, loaded.err = os.MkdirTemp(benchDir(b), "ontimebolt-loaded-")
+		if loaded.err != nil {
+			return
+		}
+		loaded.stores = map[string]*ontimebolt.Driver{}
+		for _, name := range []string{"empty", "loaded"} {
+			d, err := ontimebolt.Open(filepath.Join(loaded.dir, name+".db"), &ontimebolt.Options{Logger: quiet})
+			if err != nil {
+				loaded.err = err
+				return
+			}
+			loaded.stores[name] = d
+		}
+		start := time.Now()
+		loaded.err = fill(loaded.stores["loaded"], pending, 365*24*time.Hour)
+		b.Logf("loaded store: %d timers due in a year over %d topics in %v", pending, loadedTopics, time.Since(start).Round(time.Millisecond))
+	})
+	if loaded.err != nil {
+		b.Fatal(loaded.err)
+	}
+	return loaded.stores[which]
+}
+
+// fill publishes n timers with 100-byte bodies due after delay, over
+// loadedTopics topics, from 4 goroutines in batches of 1000.
+func fill(d *ontimebolt.Driver, n int, delay time.Duration) error {
+	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
+	if err != nil {
+		return err
+	}
+	body := make([]byte, 100)
+	const workers, batch = 4, 1000
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		first error
+		once  sync.Once
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]ontime.Timer, batch)
+			for {
+				lo := int(next.Add(batch)) - batch
+				if lo >= n {
+					return
+				}
+				buf = buf[:min(batch, n-lo)]
+				for i := range buf {
+					buf[i] = ontime.Timer{Body: body, Delay: delay}
+				}
+				if _, err := c.PublishBatch(context.Background(), loadedTopic(lo/batch), buf); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// runTopicsWorker runs a HandleTopics worker for every topic (MaxConcurrency
+// 64 per topic) that calls h, and returns its stop function.
+func runTopicsWorker(b *testing.B, c *ontime.Client, h func(m *ontime.Message[[]byte])) func() {
+	w := ontime.NewWorker(c, &ontime.WorkerConfig{Logger: quiet})
+	err := ontime.HandleTopics(w, "*", func(_ context.Context, m *ontime.Message[[]byte]) error {
+		h(m)
+		return nil
+	}, &ontime.TopicOptions{MaxConcurrency: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	return func() { cancel(); <-stopped }
+}
+
+func BenchmarkLoaded(b *testing.B) {
+	for _, which := range []string{"empty", "loaded"} {
+		b.Run("e2e/"+which, func(b *testing.B) { loadedE2E(b, loadedStore(b, which)) })
+	}
+	for _, which := range []string{"empty", "loaded"} {
+		b.Run("lateness/"+which, func(b *testing.B) { loadedLateness(b, loadedStore(b, which)) })
+	}
+}
+
+func loadedE2E(b *testing.B, d *ontimebolt.Driver) {
+	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	var handled atomic.Int64
+	done := make(chan struct{})
+	stop := runTopicsWorker(b, c, func(*ontime.Message[[]byte]) {
+		if handled.Add(1) == int64(n) {
+			close(done)
+		}
+	})
+	defer stop()
+	body := make([]byte, 100)
+	commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	const publishers, batch = 16, 100
+	for range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]ontime.Timer, batch)
+			for {
+				lo := int(next.Add(batch)) - batch
+				if lo >= n {
+					return
+				}
+				buf = buf[:min(batch, n-lo)]
+				for i := range buf {
+					buf[i] = ontime.Timer{Body: body}
+				}
+				if _, err := c.PublishBatch(context.Background(), loadedTopic(lo/batch), buf); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("handled %d of %d", handled.Load(), n)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "timers/s")
+	reportCommits(b, d, commits0, st0, n)
+	reportFreelist(b, d)
+}
+
+// reportCommits reports commits per timer, and page writes and write time
+// (pwrite and fdatasync) per commit, since commits0 and st0.
+func reportCommits(b *testing.B, d *ontimebolt.Driver, commits0 int64, st0 bbolt.TxStats, n int) {
+	commits := float64(ontimebolt.Commits(d) - commits0)
+	st := ontimebolt.TxStats(d)
+	b.ReportMetric(commits/float64(n), "commits/timer")
+	b.ReportMetric(float64(st.GetWrite()-st0.GetWrite())/commits, "pagewrites/commit")
+	b.ReportMetric(float64((st.GetWriteTime()-st0.GetWriteTime()).Microseconds())/commits, "writeµs/commit")
+	b.ReportMetric(float64((st.GetSpillTime()-st0.GetSpillTime()).Microseconds())/commits, "spillµs/commit")
+}
+
+// reportFreelist reports the size of bbolt's free list.
+func reportFreelist(b *testing.B, d *ontimebolt.Driver) {
+	ds := ontimebolt.DBStats(d)
+	b.ReportMetric(float64(ds.FreePageN), "freepages")
+	b.ReportMetric(float64(ds.FreelistInuse)/1024, "freelist-KiB")
+}
+
+func loadedLateness(b *testing.B, d *ontimebolt.Driver) {
+	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := b.N
+	var (
+		mu    sync.Mutex
+		late  = make([]float64, 0, n)
+		early atomic.Int64
+		done  = make(chan struct{})
+	)
+	commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
+	stop := runTopicsWorker(b, c, func(m *ontime.Message[[]byte]) {
+		l := time.Since(m.Due)
+		if l < 0 {
+			early.Add(1)
+		}
+		mu.Lock()
+		late = append(late, float64(l.Microseconds())/1000)
+		if len(late) == n {
+			close(done)
+		}
+		mu.Unlock()
+	})
+	defer stop()
+	body := make([]byte, 100)
+	items := make(chan int, n)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range items {
+				delay := 50*time.Millisecond + time.Duration(i%101)*time.Millisecond
+				if _, err := c.Publish(context.Background(), loadedTopic(i), body, ontime.In(delay)); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	start := time.Now()
+	interval := time.Second / loadedRate
+	for i := 0; i < n; {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		for upto := min(n, int(time.Since(start)/interval)+1); i < upto; i++ {
+			items <- i
+		}
+	}
+	close(items)
+	wg.Wait()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Fatalf("handled %d of %d", len(late), n)
+	}
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(late)
+	q := func(p float64) float64 { return late[min(len(late)-1, int(p*float64(len(late))))] }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(late[len(late)-1], "max-ms")
+	b.ReportMetric(float64(early.Load()), "early")
+	reportCommits(b, d, commits0, st0, n)
+	reportFreelist(b, d)
+}
+
+// closeLoaded closes the loaded-store benchmarks' stores and removes their
+// files (TestMain calls it).
+func closeLoaded() {
+	for _, d := range loaded.stores {
+		_ = d.Close()
+	}
+	if loaded.dir != "" {
+		_ = os.RemoveAll(loaded.dir)
+	}
+}
