@@ -13,7 +13,7 @@ import (
 // index entries, and every topic's counts match its records.
 func (d *Driver) deepCheck() error {
 	return d.view(func(tx *bbolt.Tx) error {
-		s, err := dataBucketsOf(tx, d.path)
+		s, err := dataBucketsOf(tx, d.path, 0)
 		if err != nil {
 			return err
 		}
@@ -38,20 +38,20 @@ func checkStore(s *stores) error {
 		}
 		return c
 	}
-	err := s.timers.ForEach(func(k, v []byte) error {
+	checkRecord := func(k, v []byte) error {
 		idb, topic, ok := splitTimerKey(k)
 		if !ok {
 			return fmt.Errorf("timer key %x does not parse", k)
 		}
 		id := string(idb)
-		tb := &topicBuckets{name: string(topic), prefix: topicPrefix(string(topic)), stores: s}
+		tb := s.topic("", string(topic))
 		rec, err := decodeRecord(k, v)
 		if err != nil {
 			return fmt.Errorf("topic %q: timer %q: %v", topic, id, err)
 		}
 		c := count(topic)
 		c.timers++
-		if !hasKey(s.queue, tb.idx(rec.claimable(), id)) {
+		if k := tb.idx(rec.claimable(), id); !hasKey(s.queue, k) && !hasKey(s.future, k) {
 			return fmt.Errorf("topic %q: timer %q: missing from the claim index", topic, id)
 		}
 		if rec.leased() {
@@ -61,18 +61,28 @@ func checkStore(s *stores) error {
 			}
 		}
 		return nil
-	})
+	}
+	err := s.timers.ForEach(checkRecord)
+	if err == nil {
+		err = s.farTimers.ForEach(func(k, v []byte) error {
+			if s.timers.Get(k) != nil {
+				id, topic, _ := splitTimerKey(k)
+				return fmt.Errorf("topic %q: timer %q: a record in t and in u", topic, id)
+			}
+			return checkRecord(k, v)
+		})
+	}
 	if err != nil {
 		return err
 	}
-	if err := checkIndex(s, s.queue, "claim", func(c *topicCount) int64 { return c.timers }, counts,
+	if err := checkIndex(s, []*bbolt.Bucket{s.queue, s.future}, "claim", func(c *topicCount) int64 { return c.timers }, counts,
 		func(tb *topicBuckets, ts int64, id string) bool {
 			rec, found, err := tb.getTimer(id)
 			return found && err == nil && rec.claimable() == ts
 		}); err != nil {
 		return err
 	}
-	if err := checkIndex(s, s.leases, "lease", func(c *topicCount) int64 { return c.leased }, counts,
+	if err := checkIndex(s, []*bbolt.Bucket{s.leases}, "lease", func(c *topicCount) int64 { return c.leased }, counts,
 		func(tb *topicBuckets, ts int64, id string) bool {
 			rec, found, err := tb.getTimer(id)
 			return found && err == nil && rec.leased() && rec.leaseUntil == ts
@@ -99,7 +109,7 @@ func checkStore(s *stores) error {
 	if err != nil {
 		return err
 	}
-	if err := checkIndex(s, s.deadIdx, "dead", func(c *topicCount) int64 { return c.dead }, counts,
+	if err := checkIndex(s, []*bbolt.Bucket{s.deadIdx}, "dead", func(c *topicCount) int64 { return c.dead }, counts,
 		func(tb *topicBuckets, ts int64, id string) bool {
 			rec, found, err := tb.getDead(id)
 			return found && err == nil && rec.diedAt == ts
@@ -137,23 +147,26 @@ func checkStore(s *stores) error {
 	return nil
 }
 
-// checkIndex checks that every entry of an index matches its record and
-// that each topic's index has as many entries as want says.
-func checkIndex(s *stores, b *bbolt.Bucket, name string, want func(*topicCount) int64, counts map[string]*topicCount,
+// checkIndex checks that every entry of an index (kept in the buckets bs)
+// matches its record and that each topic's index has as many entries as
+// want says.
+func checkIndex(s *stores, bs []*bbolt.Bucket, name string, want func(*topicCount) int64, counts map[string]*topicCount,
 	matches func(tb *topicBuckets, ts int64, id string) bool) error {
 	got := map[string]int64{}
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		topic, rest, ok := splitTopic(k)
-		if !ok {
-			return fmt.Errorf("%s index entry %x does not parse", name, k)
+	for _, b := range bs {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			topic, rest, ok := splitTopic(k)
+			if !ok {
+				return fmt.Errorf("%s index entry %x does not parse", name, k)
+			}
+			tb := s.topic("", string(topic))
+			ts, id, ok := splitKey(rest)
+			if !ok || !matches(tb, ts, string(id)) {
+				return fmt.Errorf("topic %q: %s index entry %x matches no record", topic, name, rest)
+			}
+			got[string(topic)]++
 		}
-		tb := &topicBuckets{name: string(topic), prefix: topicPrefix(string(topic)), stores: s}
-		ts, id, ok := splitKey(rest)
-		if !ok || !matches(tb, ts, string(id)) {
-			return fmt.Errorf("topic %q: %s index entry %x matches no record", topic, name, rest)
-		}
-		got[string(topic)]++
 	}
 	for topic, c := range counts {
 		if got[topic] != want(c) {

@@ -34,7 +34,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 		nowUs := floorMicros(now)
 		res = &ontimedriver.ClaimResult{Now: fromMicros(nowUs)}
 		quarantined = nil
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			stale  [][]byte
 			leased int
 		)
-		c := tb.cursor(tb.queue)
+		c := tb.claimCursor()
 		for k := c.first(); k != nil && leased < limit; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
@@ -65,7 +65,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			}
 			id := string(idb)
 			tkey := timerKey(topic, id)
-			raw := tb.timers.Get(tkey)
+			raw := tb.rawTimer(tkey)
 			if raw == nil {
 				stale = append(stale, tb.key(k)) // orphan: no record
 				continue
@@ -83,7 +83,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			leased++
 		}
 		for _, k := range stale {
-			if err := tb.queue.Delete(k); err != nil {
+			if err := tb.deleteClaimable(k); err != nil {
 				return err
 			}
 		}
@@ -165,7 +165,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(ops))
 		w = wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -237,7 +237,7 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 	var results []error
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(leases))
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 	before := beforeMicros(opts.Before)
 	page := &ontimedriver.DeadPage{}
 	err = d.view(func(tx *bbolt.Tx) error {
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 	)
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n, w = 0, wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func (d *Driver) purgeDead(ctx context.Context, topic string, ids []string, all 
 	var n int
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n = 0
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}

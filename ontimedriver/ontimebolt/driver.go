@@ -30,15 +30,18 @@ type Driver struct {
 
 	// Write calls go through one writer goroutine that groups them into
 	// shared transactions (see writer).
-	reqs       chan *request
-	quit       chan struct{}
-	writerDone chan struct{}
+	reqs         chan *request
+	quit         chan struct{}
+	writerDone   chan struct{}
+	promoterDone chan struct{}
 
 	// Read by the tests (export_test.go) to check group commit: write
 	// transactions committed by the writer, and write calls waiting to be
 	// taken by it.
 	commits atomic.Int64
 	waiting atomic.Int64
+	// promotions counts the promoter's runs (promote.go), for the tests.
+	promotions atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -50,6 +53,11 @@ type Driver struct {
 
 	// idx is the topic index (topicindex.go).
 	idx *topicIndex
+
+	// near splits the claim index (Unix µs): entries for earlier instants
+	// are written to q, the others to f. The promoter moves it ahead of the
+	// clock (promote.go).
+	near atomic.Int64
 }
 
 // SlowClaims reports true: a Claim waits for its commit's fsync, so
@@ -81,6 +89,7 @@ func (d *Driver) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
 		close(d.quit)
+		<-d.promoterDone
 		<-d.writerDone
 		d.closeSubscriptions()
 		if cerr := d.db.Close(); cerr != nil {

@@ -97,7 +97,7 @@ func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
 		ok bool
 	)
 	err := d.view(func(tx *bbolt.Tx) error {
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -149,3 +149,34 @@ func InUse(t testing.TB, d *Driver) int64 {
 	}
 	return n
 }
+
+// SetNearHorizon sets how far ahead of the clock the promoter keeps the
+// claim index's near mark.
+func SetNearHorizon(o *Options, h time.Duration) { o.nearHorizon = h }
+
+// ClaimIndexSplit counts topic's claim index entries in q (near) and f
+// (far).
+func ClaimIndexSplit(t testing.TB, d *Driver, topic string) (near, far int) {
+	t.Helper()
+	if err := d.view(func(tx *bbolt.Tx) error {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
+			return err
+		}
+		c := tb.cursor(tb.queue)
+		for k := c.first(); k != nil; k = c.next() {
+			near++
+		}
+		c = tb.cursor(tb.future)
+		for k := c.first(); k != nil; k = c.next() {
+			far++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return near, far
+}
+
+// Promotions returns how many times d's promoter has run.
+func Promotions(d *Driver) int64 { return d.promotions.Load() }

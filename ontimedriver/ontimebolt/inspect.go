@@ -29,13 +29,13 @@ func (d *Driver) CountDue(ctx context.Context, topic string, bounds []time.Time)
 	var counts []int64
 	err := d.view(func(tx *bbolt.Tx) error {
 		counts = make([]int64, len(bounds)+1)
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
 		var seen int64
 		i := 0 // the count the next key goes to
-		c := tb.cursor(tb.queue)
+		c := tb.claimCursor()
 		for k := c.first(); k != nil; k = c.next() {
 			ts, _, ok := splitKey(k)
 			if !ok {
@@ -76,7 +76,7 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 	)
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		due, result, w = 0, nil, wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}

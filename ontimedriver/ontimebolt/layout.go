@@ -20,7 +20,9 @@ import (
 //	  format = "ontimebolt/2"
 //	m  topic -> counts          topics that hold a timer or a dead letter
 //	t  key(id, topic) -> timer record; its sequence numbers lease tokens
-//	q  tp(topic) ts(claimable) id -> ""   claim order: due time, or lease deadline while leased
+//	u  key(id, topic) -> timer record, far part (see below)
+//	q  tp(topic) ts(claimable) id -> ""   the claim index: due time, or lease deadline while leased
+//	f  tp(topic) ts(claimable) id -> ""   the claim index, far part (see below)
 //	l  tp(topic) ts(lease deadline) id -> ""   leased timers only
 //	x  tp(topic) id -> dead record
 //	y  tp(topic) ts(died) id -> ""   dead letters in order of death
@@ -33,6 +35,21 @@ import (
 // store with many timers due later writes about as many pages per commit
 // as an empty one.
 //
+// # Near and far
+//
+// The timers are split in two by the instant they become claimable: a
+// timer claimable before the driver's near mark (Driver.near, one to two
+// minutes ahead of the clock) has its record in t and its claim index
+// entry in q, a later one in u and f, with the same keys. The promoter
+// (promote.go) moves timers from u and f to t and q as the mark advances.
+// Readers look in both (Get and the fenced calls look a record up in t,
+// then u; Claim, List, CountDue and a topic's head merge q and f), so
+// where a timer is never matters for what is read, only for what a commit
+// writes: the commits of the timers due now touch t and q, which hold the
+// next minutes' timers of every topic, a few pages for a hundred topics,
+// and not u and f, where a million timers due next year make trees three
+// or four pages deep and keep each topic's head in a page of its own.
+//
 // Format 1 ("ontimebolt/1") kept a bucket per topic, never deleted; Open
 // migrates it (migrate.go).
 var (
@@ -42,12 +59,14 @@ var (
 
 	bucketTopicMeta = []byte("m")
 	bucketTimers    = []byte("t")
+	bucketFarTimers = []byte("u")
 	bucketQueue     = []byte("q")
+	bucketFuture    = []byte("f")
 	bucketLeases    = []byte("l")
 	bucketDead      = []byte("x")
 	bucketDeadIdx   = []byte("y")
 
-	dataBuckets = [][]byte{bucketTopicMeta, bucketTimers, bucketQueue, bucketLeases, bucketDead, bucketDeadIdx}
+	dataBuckets = [][]byte{bucketTopicMeta, bucketTimers, bucketFarTimers, bucketQueue, bucketFuture, bucketLeases, bucketDead, bucketDeadIdx}
 )
 
 // topicPrefix is tp(topic): the prefix of the topic's keys in q, l, x and

@@ -68,7 +68,7 @@ func (d *Driver) migrate(o *Options) error {
 	for {
 		var done bool
 		err := step(func(tx *bbolt.Tx) error {
-			moved, finished, err := migrateStep(tx, d.path, chunk)
+			moved, finished, err := migrateStep(tx, d.path, chunk, d.near.Load())
 			keys += moved
 			if finished {
 				topics++
@@ -114,7 +114,7 @@ func createDataBuckets(tx *bbolt.Tx) error {
 // that topic's buckets are empty it writes the topic's counts, raises the
 // token sequence above the topic's and deletes the topic's bucket
 // (finished). moved is 0 and finished false when no topic is left.
-func migrateStep(tx *bbolt.Tx, path string, chunk int) (moved int, finished bool, err error) {
+func migrateStep(tx *bbolt.Tx, path string, chunk int, near int64) (moved int, finished bool, err error) {
 	old := tx.Bucket(bucketV1Topics)
 	if old == nil {
 		return 0, false, nil
@@ -130,22 +130,35 @@ func migrateStep(tx *bbolt.Tx, path string, chunk int) (moved int, finished bool
 	}
 	topic := string(name)
 	root := old.Bucket(name)
-	s, err := dataBucketsOf(tx, path)
+	s, err := dataBucketsOf(tx, path, near)
 	if err != nil {
 		return 0, false, err
 	}
 	prefix := topicPrefix(topic)
+	prefixed := func(k []byte) []byte { return append(bytes.Clone(prefix), k...) }
+	putIn := func(b *bbolt.Bucket) func(k, v []byte) error { return func(k, v []byte) error { return b.Put(k, v) } }
 	for _, sub := range []struct {
 		name []byte
-		dst  *bbolt.Bucket
+		put  func(k, v []byte) error
 		key  func(k []byte) []byte
 		val  func(oldKey, newKey, v []byte) []byte
 	}{
-		{bucketQueue, s.queue, func(k []byte) []byte { return append(bytes.Clone(prefix), k...) }, nil},
-		{bucketLeases, s.leases, func(k []byte) []byte { return append(bytes.Clone(prefix), k...) }, nil},
-		{bucketDeadIdx, s.deadIdx, func(k []byte) []byte { return append(bytes.Clone(prefix), k...) }, nil},
-		{bucketTimers, s.timers, func(k []byte) []byte { return timerKey(topic, string(k)) }, resealV1},
-		{bucketDead, s.dead, func(k []byte) []byte { return append(bytes.Clone(prefix), k...) }, resealV1},
+		{bucketQueue, func(k, _ []byte) error {
+			us, _, _ := splitKey(k[len(prefix):])
+			return s.putClaimable(k, us)
+		}, prefixed, nil},
+		{bucketLeases, putIn(s.leases), prefixed, nil},
+		{bucketDeadIdx, putIn(s.deadIdx), prefixed, nil},
+		{bucketTimers, func(k, v []byte) error {
+			in := s.timers
+			if body, err := open(recordVersion, k, v); err == nil {
+				if rec, err := decodeRecordBody(body); err == nil && rec.claimable() >= s.near {
+					in = s.farTimers
+				}
+			}
+			return in.Put(k, v)
+		}, func(k []byte) []byte { return timerKey(topic, string(k)) }, resealV1},
+		{bucketDead, putIn(s.dead), prefixed, resealV1},
 	} {
 		b := root.Bucket(sub.name)
 		if b == nil {
@@ -163,7 +176,7 @@ func migrateStep(tx *bbolt.Tx, path string, chunk int) (moved int, finished bool
 			if sub.val != nil {
 				v = sub.val(e.k, nk, v)
 			}
-			if err := sub.dst.Put(nk, v); err != nil {
+			if err := sub.put(nk, v); err != nil {
 				return moved, false, err
 			}
 			if err := b.Delete(e.k); err != nil {

@@ -41,17 +41,21 @@ func Open(path string, opts *Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{
-		path:       path,
-		db:         db,
-		log:        o.Logger,
-		maxBatch:   o.MaxBatch,
-		reqs:       make(chan *request),
-		quit:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		subs:       make(map[string]map[*subscription]struct{}),
-		topicSubs:  make(map[*topicSubscription]struct{}),
-		idx:        newTopicIndex(),
+		path:         path,
+		db:           db,
+		log:          o.Logger,
+		maxBatch:     o.MaxBatch,
+		reqs:         make(chan *request),
+		quit:         make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		promoterDone: make(chan struct{}),
+		subs:         make(map[string]map[*subscription]struct{}),
+		topicSubs:    make(map[*topicSubscription]struct{}),
+		idx:          newTopicIndex(),
 	}
+	// Claim index entries for the next horizon go to q from the start; the
+	// promoter, started below, moves f's entries for it there.
+	d.near.Store(floorMicros(time.Now()) + o.nearHorizon.Microseconds())
 	if err := d.initLayout(&o); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -75,6 +79,7 @@ func Open(path string, opts *Options) (*Driver, error) {
 		}
 	}
 	go d.writer()
+	go d.promoter(o.nearHorizon)
 	return d, nil
 }
 
@@ -321,7 +326,7 @@ func (d *Driver) initLayout(o *Options) error {
 		format = bytes.Clone(meta.Get(keyFormat))
 		switch {
 		case bytes.Equal(format, formatV2):
-			_, err := dataBucketsOf(tx, d.path)
+			_, err := dataBucketsOf(tx, d.path, d.near.Load())
 			return err
 		case bytes.Equal(format, formatV1), bytes.Equal(format, formatMigrating):
 			if tx.Bucket(bucketV1Topics) == nil {
@@ -362,7 +367,7 @@ func (d *Driver) initLayout(o *Options) error {
 func (d *Driver) dropLeases() error {
 	var any bool
 	err := d.view(func(tx *bbolt.Tx) error {
-		s, err := dataBucketsOf(tx, d.path)
+		s, err := dataBucketsOf(tx, d.path, d.near.Load())
 		if err != nil {
 			return err
 		}
@@ -376,7 +381,7 @@ func (d *Driver) dropLeases() error {
 	dropped := 0
 	err = d.update(func(tx *bbolt.Tx) error {
 		dropped = 0
-		s, err := dataBucketsOf(tx, d.path)
+		s, err := dataBucketsOf(tx, d.path, d.near.Load())
 		if err != nil {
 			return err
 		}
@@ -397,7 +402,7 @@ func (d *Driver) dropLeases() error {
 			if !ok {
 				continue
 			}
-			tb := &topicBuckets{path: d.path, name: string(topic), prefix: topicPrefix(string(topic)), stores: s}
+			tb := s.topic(d.path, string(topic))
 			id := string(idb)
 			rec, found, err := tb.getTimer(id)
 			if !found || err != nil || !rec.leased() {
@@ -405,7 +410,7 @@ func (d *Driver) dropLeases() error {
 				// (Claim moves that to the dead letters later).
 				continue
 			}
-			if err := tb.queue.Delete(tb.idx(rec.claimable(), id)); err != nil {
+			if err := tb.deleteClaimable(tb.idx(rec.claimable(), id)); err != nil {
 				return err
 			}
 			if err := tb.leases.Delete(tb.idx(rec.leaseUntil, id)); err != nil {

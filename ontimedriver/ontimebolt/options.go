@@ -59,6 +59,11 @@ type Options struct {
 	// the migration there, as a crash would. Tests set them.
 	migrateChunk int
 	migrateHook  func(txs int) error
+
+	// nearHorizon is how far ahead of the clock the promoter keeps the
+	// claim index's near mark (promote.go). Default nearHorizon; tests
+	// shorten it.
+	nearHorizon time.Duration
 }
 
 const (
@@ -91,6 +96,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.syncDir == nil {
 		out.syncDir = syncDir
+	}
+	if out.nearHorizon <= 0 {
+		out.nearHorizon = nearHorizon
 	}
 	return out
 }

@@ -18,7 +18,7 @@ func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.Timer
 	var info *ontimedriver.TimerInfo
 	err := d.view(func(tx *bbolt.Tx) error {
 		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -76,12 +76,12 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 	page := &ontimedriver.Page{}
 	err = d.view(func(tx *bbolt.Tx) error {
 		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
 		var last []byte
-		c := tb.cursor(tb.queue)
+		c := tb.claimCursor()
 		for k := seekAfter(c, after); k != nil; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
@@ -113,9 +113,16 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 	return page, nil
 }
 
+// keyCursor is a topicCursor or a claimCursor.
+type keyCursor interface {
+	first() []byte
+	seek(suffix []byte) []byte
+	next() []byte
+}
+
 // seekAfter positions c on the topic's first key after the cursor key, or
 // on its first key when there is no cursor.
-func seekAfter(c topicCursor, after []byte) []byte {
+func seekAfter(c keyCursor, after []byte) []byte {
 	if after == nil {
 		return c.first()
 	}
@@ -137,7 +144,7 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 	err := d.view(func(tx *bbolt.Tx) error {
 		counts = ontimedriver.Counts{}
 		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}

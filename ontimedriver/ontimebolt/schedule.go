@@ -37,7 +37,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	}
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]ontimedriver.ScheduleResult, len(timers))
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	var result error
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		result = nil
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}

@@ -10,23 +10,50 @@ import (
 
 // stores are the store-wide data buckets inside a transaction.
 type stores struct {
-	meta, timers, queue, leases, dead, deadIdx *bbolt.Bucket
+	meta, timers, farTimers, queue, future, leases, dead, deadIdx *bbolt.Bucket
+
+	// near is the instant that splits the timers: a timer claimable
+	// earlier has its record in t and its claim index entry in q, a later
+	// one in u and f (see "Near and far" in layout.go). Readers look in
+	// both.
+	near int64
 }
 
 // dataBucketsOf binds the data buckets of tx; a missing one means damage.
-func dataBucketsOf(tx *bbolt.Tx, path string) (*stores, error) {
+// Claim index entries written through it go to q before near, else to f.
+func dataBucketsOf(tx *bbolt.Tx, path string, near int64) (*stores, error) {
 	s := &stores{
-		meta:    tx.Bucket(bucketTopicMeta),
-		timers:  tx.Bucket(bucketTimers),
-		queue:   tx.Bucket(bucketQueue),
-		leases:  tx.Bucket(bucketLeases),
-		dead:    tx.Bucket(bucketDead),
-		deadIdx: tx.Bucket(bucketDeadIdx),
+		meta:      tx.Bucket(bucketTopicMeta),
+		timers:    tx.Bucket(bucketTimers),
+		farTimers: tx.Bucket(bucketFarTimers),
+		queue:     tx.Bucket(bucketQueue),
+		future:    tx.Bucket(bucketFuture),
+		leases:    tx.Bucket(bucketLeases),
+		dead:      tx.Bucket(bucketDead),
+		deadIdx:   tx.Bucket(bucketDeadIdx),
+		near:      near,
 	}
-	if s.meta == nil || s.timers == nil || s.queue == nil || s.leases == nil || s.dead == nil || s.deadIdx == nil {
+	if s.meta == nil || s.timers == nil || s.farTimers == nil || s.queue == nil || s.future == nil || s.leases == nil || s.dead == nil || s.deadIdx == nil {
 		return nil, corruptError(path, "a bucket of the store is missing")
 	}
 	return s, nil
+}
+
+// putClaimable writes a claim index entry to q or f, by its instant.
+func (s *stores) putClaimable(key []byte, us int64) error {
+	if us < s.near {
+		return s.queue.Put(key, nil)
+	}
+	return s.future.Put(key, nil)
+}
+
+// deleteClaimable deletes a claim index entry from q and f (a key that is
+// not there costs a lookup and writes nothing).
+func (s *stores) deleteClaimable(key []byte) error {
+	if err := s.queue.Delete(key); err != nil {
+		return err
+	}
+	return s.future.Delete(key)
 }
 
 // topicBuckets is one topic's view of the data buckets inside a
@@ -39,14 +66,19 @@ type topicBuckets struct {
 	dn, dd int64 // pending changes to the topic's counts
 }
 
-// lookupTopic returns the topic's view of tx's buckets. A topic that holds
+// lookup returns the topic's view of tx's buckets. A topic that holds
 // nothing has no keys: every lookup in it finds nothing.
-func lookupTopic(tx *bbolt.Tx, path, topic string) (*topicBuckets, error) {
-	s, err := dataBucketsOf(tx, path)
+func (d *Driver) lookup(tx *bbolt.Tx, topic string) (*topicBuckets, error) {
+	s, err := dataBucketsOf(tx, d.path, d.near.Load())
 	if err != nil {
 		return nil, err
 	}
-	return &topicBuckets{path: path, name: topic, prefix: topicPrefix(topic), stores: s}, nil
+	return s.topic(d.path, topic), nil
+}
+
+// topic returns a topic's view of s.
+func (s *stores) topic(path, topic string) *topicBuckets {
+	return &topicBuckets{path: path, name: topic, prefix: topicPrefix(topic), stores: s}
 }
 
 func (tb *topicBuckets) corrupt(kind, id string, err error) error {
@@ -101,11 +133,63 @@ func (tc topicCursor) own(k []byte) []byte {
 	return k[len(tc.prefix):]
 }
 
+// claimCursor walks the topic's claim index, q and f merged, in key order
+// (claimable instant, then id), returning the part of each key after the
+// topic's prefix.
+type claimCursor struct {
+	q, f   topicCursor
+	kq, kf []byte
+	fromQ  bool // the key last returned came from q
+}
+
+func (tb *topicBuckets) claimCursor() *claimCursor {
+	return &claimCursor{q: tb.cursor(tb.queue), f: tb.cursor(tb.future)}
+}
+
+func (m *claimCursor) first() []byte {
+	m.kq, m.kf = m.q.first(), m.f.first()
+	return m.pick()
+}
+
+func (m *claimCursor) seek(suffix []byte) []byte {
+	m.kq, m.kf = m.q.seek(suffix), m.f.seek(suffix)
+	return m.pick()
+}
+
+func (m *claimCursor) next() []byte {
+	if m.fromQ {
+		m.kq = m.q.next()
+	} else {
+		m.kf = m.f.next()
+	}
+	return m.pick()
+}
+
+func (m *claimCursor) pick() []byte {
+	switch {
+	case m.kq == nil && m.kf == nil:
+		return nil
+	case m.kf == nil || (m.kq != nil && bytes.Compare(m.kq, m.kf) <= 0):
+		m.fromQ = true
+		return m.kq
+	}
+	m.fromQ = false
+	return m.kf
+}
+
+// rawTimer returns a timer's stored record, from t or u, or nil.
+func (s *stores) rawTimer(key []byte) []byte {
+	if raw := s.timers.Get(key); raw != nil {
+		return raw
+	}
+	return s.farTimers.Get(key)
+}
+
 // getTimer loads a timer. found is false when there is none; err wraps
 // ErrCorrupt when there is one that does not decode.
 func (tb *topicBuckets) getTimer(id string) (rec record, found bool, err error) {
 	key := timerKey(tb.name, id)
-	raw := tb.timers.Get(key)
+	raw := tb.rawTimer(key)
 	if raw == nil {
 		return rec, false, nil
 	}
@@ -118,17 +202,25 @@ func (tb *topicBuckets) getTimer(id string) (rec record, found bool, err error) 
 
 // hasTimer reports whether the topic has a timer with that id.
 func (tb *topicBuckets) hasTimer(id string) bool {
-	return tb.timers.Get(timerKey(tb.name, id)) != nil
+	return tb.rawTimer(timerKey(tb.name, id)) != nil
 }
 
 // putTimer writes a timer and its index entries. The caller has removed the
 // entries of the previous version (unindex).
 func (tb *topicBuckets) putTimer(id string, rec *record) error {
 	key := timerKey(tb.name, id)
-	if err := tb.timers.Put(key, rec.encode(key)); err != nil {
+	in, other := tb.timers, tb.farTimers
+	if rec.claimable() >= tb.near {
+		in, other = other, in
+	}
+	// The previous version may be in the other bucket.
+	if err := other.Delete(key); err != nil {
 		return err
 	}
-	if err := tb.queue.Put(tb.idx(rec.claimable(), id), nil); err != nil {
+	if err := in.Put(key, rec.encode(key)); err != nil {
+		return err
+	}
+	if err := tb.putClaimable(tb.idx(rec.claimable(), id), rec.claimable()); err != nil {
 		return err
 	}
 	if rec.leased() {
@@ -139,7 +231,7 @@ func (tb *topicBuckets) putTimer(id string, rec *record) error {
 
 // unindex deletes the index entries of a stored timer.
 func (tb *topicBuckets) unindex(id string, rec *record) error {
-	if err := tb.queue.Delete(tb.idx(rec.claimable(), id)); err != nil {
+	if err := tb.deleteClaimable(tb.idx(rec.claimable(), id)); err != nil {
 		return err
 	}
 	if rec.leased() {
@@ -154,7 +246,7 @@ func (tb *topicBuckets) removeTimer(id string, rec *record) error {
 		return err
 	}
 	tb.dn--
-	return tb.timers.Delete(timerKey(tb.name, id))
+	return tb.deleteRecord(timerKey(tb.name, id))
 }
 
 // removeDamagedTimer deletes a timer whose record does not decode. Its index
@@ -164,11 +256,22 @@ func (tb *topicBuckets) removeDamagedTimer(id string) error {
 	if err := tb.deleteByID(tb.queue, id); err != nil {
 		return err
 	}
+	if err := tb.deleteByID(tb.future, id); err != nil {
+		return err
+	}
 	if err := tb.deleteByID(tb.leases, id); err != nil {
 		return err
 	}
 	tb.dn--
-	return tb.timers.Delete(timerKey(tb.name, id))
+	return tb.deleteRecord(timerKey(tb.name, id))
+}
+
+// deleteRecord deletes a timer's record from t and u.
+func (s *stores) deleteRecord(key []byte) error {
+	if err := s.timers.Delete(key); err != nil {
+		return err
+	}
+	return s.farTimers.Delete(key)
 }
 
 // deleteByID deletes every index entry of the topic in b that names id.
@@ -245,7 +348,7 @@ func (tb *topicBuckets) removeDamagedDead(id string) error {
 
 // head returns the first claimable instant of the topic.
 func (tb *topicBuckets) head() (int64, bool) {
-	us, _, ok := splitKey(tb.cursor(tb.queue).first())
+	us, _, ok := splitKey(tb.claimCursor().first())
 	return us, ok
 }
 

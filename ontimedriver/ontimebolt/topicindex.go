@@ -221,6 +221,35 @@ func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string,
 	return topics, ats, 0, false
 }
 
+// through returns every topic whose instant is before target, earliest
+// first, walking the heap as due does: its cost grows with the topics it
+// returns, not with the index's size.
+func (x *topicIndex) through(target int64) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := x.heap
+	var topics []string
+	if len(h) == 0 {
+		return topics
+	}
+	f := frontier{h: h, pos: make([]int, 0, 16)}
+	f.push(0)
+	for len(f.pos) > 0 {
+		i := f.pop()
+		if h[i].at >= target {
+			break
+		}
+		topics = append(topics, h[i].topic)
+		if c := 2*i + 1; c < len(h) {
+			f.push(c)
+			if c+1 < len(h) {
+				f.push(c + 1)
+			}
+		}
+	}
+	return topics
+}
+
 // frontier is a min-heap of positions in an entry heap, ordered by their
 // entries.
 type frontier struct {
@@ -329,42 +358,21 @@ func (d *Driver) refreshIndex(topics []string) {
 	d.idx.apply(ups)
 }
 
-// buildIndex fills the index from the file: the first key of every
-// topic in q, found by one seek per topic past the previous topic's keys
-// (no timer record is read), so Open reads about one q page per topic
-// with timers, and nothing of a topic without. A q key that does not parse
-// (a damaged page) is logged and skipped; a page that cannot be read
-// fails Open with ErrCorrupt.
+// buildIndex fills the index from the file: the first key of every topic
+// in q and in f, found by one seek per topic past the previous topic's
+// keys (no timer record is read), so Open reads about one page per topic
+// with timers (fewer when their keys share pages), and nothing of a topic
+// without. A key that does not parse (a damaged page) is logged and
+// skipped; a page that cannot be read fails Open with ErrCorrupt.
 func (d *Driver) buildIndex() error {
-	var (
-		ups     []headUpdate
-		damaged int
-	)
+	heads := map[string]int64{}
+	var damaged int
 	err := d.view(func(tx *bbolt.Tx) error {
-		s, err := dataBucketsOf(tx, d.path)
+		s, err := dataBucketsOf(tx, d.path, 0)
 		if err != nil {
 			return err
 		}
-		c := s.queue.Cursor()
-		k, _ := c.First()
-		for k != nil {
-			topic, rest, ok := splitTopic(k)
-			var at int64
-			if ok {
-				at, _, ok = splitKey(rest)
-			}
-			if !ok {
-				damaged++
-				k, _ = c.Next()
-				continue
-			}
-			ups = append(ups, headUpdate{topic: string(topic), at: at, ok: true})
-			end := prefixEnd(k[:len(k)-len(rest)])
-			if end == nil {
-				break
-			}
-			k, _ = c.Seek(end)
-		}
+		damaged = firstKeys(s.queue, heads) + firstKeys(s.future, heads)
 		return nil
 	})
 	if err != nil {
@@ -374,8 +382,41 @@ func (d *Driver) buildIndex() error {
 		d.log.Error("ontimebolt: claim index keys that do not parse were skipped; the file is probably damaged (Options.CheckOnOpen checks it)",
 			"path", d.path, "keys", damaged)
 	}
+	ups := make([]headUpdate, 0, len(heads))
+	for topic, at := range heads {
+		ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
+	}
 	d.idx.apply(ups)
 	return nil
+}
+
+// firstKeys lowers heads[topic] to the instant of the topic's first key in
+// b, for every topic b has keys of, seeking past each topic's keys. It
+// returns how many keys did not parse.
+func firstKeys(b *bbolt.Bucket, heads map[string]int64) (damaged int) {
+	c := b.Cursor()
+	k, _ := c.First()
+	for k != nil {
+		topic, rest, ok := splitTopic(k)
+		var at int64
+		if ok {
+			at, _, ok = splitKey(rest)
+		}
+		if !ok {
+			damaged++
+			k, _ = c.Next()
+			continue
+		}
+		if h, seen := heads[string(topic)]; !seen || at < h {
+			heads[string(topic)] = at
+		}
+		end := prefixEnd(k[:len(k)-len(rest)])
+		if end == nil {
+			break
+		}
+		k, _ = c.Seek(end)
+	}
+	return damaged
 }
 
 // readHead reads a topic's head (as topicBuckets.head), turning a panic or
@@ -386,7 +427,7 @@ func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err er
 			err = fmt.Errorf("reading the file failed: %v", r)
 		}
 	}()
-	tb, err := lookupTopic(tx, d.path, topic)
+	tb, err := d.lookup(tx, topic)
 	if err != nil {
 		return 0, false, err
 	}
