@@ -56,6 +56,16 @@ func benchDir(b *testing.B) string {
 	return os.TempDir()
 }
 
+// mkdirTemp makes a directory under dir removed at cleanup.
+func mkdirTemp(b *testing.B, dir string) (string, error) {
+	d, err := os.MkdirTemp(dir, "ontimebolt-bench-")
+	if err != nil {
+		return "", err
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(d) })
+	return d, nil
+}
+
 func envInt(b *testing.B, name string, def int) int {
 	s := os.Getenv(name)
 	if s == "" {
