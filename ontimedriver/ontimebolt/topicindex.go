@@ -1,6 +1,7 @@
 package ontimebolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -81,6 +82,38 @@ func (x *topicIndex) apply(ups []headUpdate) {
 		} else {
 			x.remove(u.topic)
 		}
+	}
+}
+
+// load fills an empty index with the heads of the topics that have
+// timers (Open), building the heap at once (O(n)); on an index that is not
+// empty it is apply.
+func (x *topicIndex) load(ups []headUpdate) {
+	x.mu.Lock()
+	if len(x.heap) > 0 {
+		x.mu.Unlock()
+		x.apply(ups)
+		return
+	}
+	defer x.mu.Unlock()
+	entries := make([]indexEntry, 0, len(ups))
+	x.heap = make([]*indexEntry, 0, len(ups))
+	x.byTopic = make(map[string]*indexEntry, len(ups))
+	for _, u := range ups {
+		if !u.ok {
+			continue
+		}
+		if e := x.byTopic[u.topic]; e != nil { // a topic given twice: its earlier instant
+			e.at = min(e.at, u.at)
+			continue
+		}
+		entries = append(entries, indexEntry{topic: u.topic, at: u.at, pos: len(x.heap)})
+		e := &entries[len(entries)-1]
+		x.heap = append(x.heap, e)
+		x.byTopic[u.topic] = e
+	}
+	for i := len(x.heap)/2 - 1; i >= 0; i-- {
+		x.down(i)
 	}
 }
 
@@ -359,20 +392,48 @@ func (d *Driver) refreshIndex(topics []string) {
 }
 
 // buildIndex fills the index from the file: the first key of every topic
-// in q and in f, found by one seek per topic past the previous topic's
-// keys (no timer record is read), so Open reads about one page per topic
-// with timers (fewer when their keys share pages), and nothing of a topic
-// without. A key that does not parse (a damaged page) is logged and
-// skipped; a page that cannot be read fails Open with ErrCorrupt.
+// in q and in f, walking the two buckets side by side in topic order and
+// stepping past each topic's other keys (a few Next calls, or one seek
+// past a topic with many), so Open reads no timer record, about one page
+// per topic with timers (fewer when their keys share pages), and nothing
+// of a topic without. A key that does not parse (a damaged page) is
+// logged and skipped; a page that cannot be read fails Open with
+// ErrCorrupt.
 func (d *Driver) buildIndex() error {
-	heads := map[string]int64{}
-	var damaged int
+	var (
+		ups     []headUpdate
+		damaged int
+	)
 	err := d.view(func(tx *bbolt.Tx) error {
 		s, err := dataBucketsOf(tx, d.path, 0)
 		if err != nil {
 			return err
 		}
-		damaged = firstKeys(s.queue, heads) + firstKeys(s.future, heads)
+		q, f := newHeadCursor(s.queue), newHeadCursor(s.future)
+		for q.k != nil || f.k != nil {
+			c := 0
+			switch {
+			case q.k == nil:
+				c = 1
+			case f.k == nil:
+				c = -1
+			default:
+				c = bytes.Compare(q.prefix, f.prefix)
+			}
+			switch {
+			case c < 0:
+				ups = append(ups, headUpdate{topic: string(q.topic), at: q.at, ok: true})
+				q.nextTopic()
+			case c > 0:
+				ups = append(ups, headUpdate{topic: string(f.topic), at: f.at, ok: true})
+				f.nextTopic()
+			default:
+				ups = append(ups, headUpdate{topic: string(q.topic), at: min(q.at, f.at), ok: true})
+				q.nextTopic()
+				f.nextTopic()
+			}
+		}
+		damaged = q.damaged + f.damaged
 		return nil
 	})
 	if err != nil {
@@ -382,41 +443,61 @@ func (d *Driver) buildIndex() error {
 		d.log.Error("ontimebolt: claim index keys that do not parse were skipped; the file is probably damaged (Options.CheckOnOpen checks it)",
 			"path", d.path, "keys", damaged)
 	}
-	ups := make([]headUpdate, 0, len(heads))
-	for topic, at := range heads {
-		ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
-	}
-	d.idx.apply(ups)
+	d.idx.load(ups)
 	return nil
 }
 
-// firstKeys lowers heads[topic] to the instant of the topic's first key in
-// b, for every topic b has keys of, seeking past each topic's keys. It
-// returns how many keys did not parse.
-func firstKeys(b *bbolt.Bucket, heads map[string]int64) (damaged int) {
-	c := b.Cursor()
-	k, _ := c.First()
-	for k != nil {
-		topic, rest, ok := splitTopic(k)
+// headCursor walks a claim index bucket topic by topic: k is a topic's
+// first key, with its prefix, topic and instant; nil past the last.
+type headCursor struct {
+	c         *bbolt.Cursor
+	k, prefix []byte
+	topic     []byte
+	at        int64
+	damaged   int
+}
+
+func newHeadCursor(b *bbolt.Bucket) *headCursor {
+	h := &headCursor{c: b.Cursor()}
+	h.k, _ = h.c.First()
+	h.parse()
+	return h
+}
+
+// parse reads the key at k, stepping over keys that do not parse.
+func (h *headCursor) parse() {
+	for h.k != nil {
+		topic, rest, ok := splitTopic(h.k)
 		var at int64
 		if ok {
 			at, _, ok = splitKey(rest)
 		}
-		if !ok {
-			damaged++
-			k, _ = c.Next()
-			continue
+		if ok {
+			h.topic, h.at, h.prefix = topic, at, h.k[:len(h.k)-len(rest)]
+			return
 		}
-		if h, seen := heads[string(topic)]; !seen || at < h {
-			heads[string(topic)] = at
-		}
-		end := prefixEnd(k[:len(k)-len(rest)])
-		if end == nil {
-			break
-		}
-		k, _ = c.Seek(end)
+		h.damaged++
+		h.k, _ = h.c.Next()
 	}
-	return damaged
+}
+
+// nextTopic moves to the next topic's first key: a few steps when the
+// topic has few keys (the usual case with many topics), else one seek
+// past them.
+func (h *headCursor) nextTopic() {
+	prefix := h.prefix
+	for range 4 {
+		if h.k, _ = h.c.Next(); h.k == nil || !bytes.HasPrefix(h.k, prefix) {
+			h.parse()
+			return
+		}
+	}
+	if end := prefixEnd(prefix); end != nil {
+		h.k, _ = h.c.Seek(end)
+	} else {
+		h.k = nil
+	}
+	h.parse()
 }
 
 // readHead reads a topic's head (as topicBuckets.head), turning a panic or
