@@ -2,6 +2,7 @@ package ontimebolt
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -180,3 +181,18 @@ func ClaimIndexSplit(t testing.TB, d *Driver, topic string) (near, far int) {
 
 // Promotions returns how many times d's promoter has run.
 func Promotions(d *Driver) int64 { return d.promotions.Load() }
+
+// SetFreelistIdle sets how long d's writer waits without writes before it
+// writes the free-page list (negative: only at Close).
+func SetFreelistIdle(o *Options, idle time.Duration) { o.freelistIdle = idle }
+
+// SetCompactHook makes Compact call hook with "copy" before it copies the
+// store and "rename" before it renames the copy over the store file.
+func SetCompactHook(o *Options, hook func(stage string)) { o.compactHook = hook }
+
+// Replaced reports whether the name path no longer leads to f.
+func Replaced(path string, f *os.File) bool { return replaced(path, f) }
+
+// SetCompactHint sets the free space from which Open logs that the file
+// can be compacted.
+func SetCompactHint(o *Options, n int64) { o.compactHint = n }

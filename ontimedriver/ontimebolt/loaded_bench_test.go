@@ -316,7 +316,14 @@ func loadedLateness(b *testing.B, d *ontimebolt.Driver) {
 	reportFreelist(b, d)
 }
 
-// closeLoaded closes the loaded-store benchmarks' stores and removes their
+// Stores and directories benchmarks share across runs; closeLoaded closes
+// and removes them.
+var (
+	sharedStores []*ontimebolt.Driver
+	sharedDirs   []string
+)
+
+// closeLoaded closes the stores the benchmarks share and removes their
 // files (TestMain calls it).
 func closeLoaded() {
 	for _, d := range loaded.stores {
@@ -324,5 +331,11 @@ func closeLoaded() {
 	}
 	if loaded.dir != "" {
 		_ = os.RemoveAll(loaded.dir)
+	}
+	for _, d := range sharedStores {
+		_ = d.Close()
+	}
+	for _, dir := range sharedDirs {
+		_ = os.RemoveAll(dir)
 	}
 }

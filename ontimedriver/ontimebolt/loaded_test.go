@@ -25,7 +25,7 @@ func TestLoadedStoreCommitPages(t *testing.T) {
 	t.Parallel()
 	const topics, pending = 100, 30_000
 	topic := func(i int) string { return fmt.Sprintf("tenant-%03d", i%topics) }
-	payload := bytes.Repeat([]byte("p"), 150)
+	payload := bytes.Repeat([]byte("p"), 174)
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
 
 	empty, _ := open(t, nil)

@@ -28,18 +28,62 @@ import (
 // Open fsyncs the directory that holds the file before it returns (see
 // Durability in the package documentation), and fails if it cannot. It does
 // not create missing directories.
+//
+// A file of the first layout is migrated (see Layout in the package
+// documentation); the leases of a previous process are dropped; a
+// half-written copy that a Compact which did not finish left next to the
+// file is deleted. Its cost grows with the topics that hold timers, not
+// with the file's size or history, when the file was closed cleanly;
+// after a crash in the middle of writing it reads the whole file once (see
+// Options.NoFreelistSync).
 func Open(path string, opts *Options) (*Driver, error) {
 	o := opts.withDefaults()
-	start := time.Now()
-	if err := precheck(path, o.LockTimeout, o.CheckOnOpen); err != nil {
-		return nil, err
-	}
-	// The lock was free a moment ago; give bbolt what is left of the wait.
-	timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
-	db, err := openBolt(path, o.FileMode, timeout, o.NoFreelistSync)
+	d, err := openStore(path, &o)
 	if err != nil {
 		return nil, err
 	}
+	go d.writer()
+	go d.promoter(o.nearHorizon)
+	if sp, err := d.Space(); err == nil && sp.Free > sp.File/2 && sp.Free > o.compactHint {
+		d.log.Info("ontimebolt: more than half of the store file is free space; the store reuses it, and ontimebolt.Compact (`ontime compact`) gives it back to the file system while the store is closed",
+			"path", path, "file_bytes", sp.File, "free_bytes", sp.Free)
+	}
+	return d, nil
+}
+
+// defaultCompactHint is the free space from which Open suggests
+// compacting (when it is also more than half the file).
+const defaultCompactHint = 64 << 20
+
+// openStore opens the file as Open does, without starting the writer and the
+// promoter (Compact copies the file with nothing writing it).
+func openStore(path string, o *Options) (*Driver, error) {
+	start := time.Now()
+	var db *bbolt.DB
+	for attempt := 0; ; attempt++ {
+		if err := precheck(path, o.LockTimeout, o.CheckOnOpen); err != nil {
+			return nil, err
+		}
+		// The lock was free a moment ago; give bbolt what is left of the wait.
+		timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
+		var (
+			file *os.File
+			err  error
+		)
+		db, file, err = openBolt(path, o.FileMode, timeout)
+		if err != nil {
+			return nil, err
+		}
+		// Compact replaces the file by renaming a new one over it while
+		// it holds the old one's lock: a process that waited for that
+		// lock holds a file no name leads to any more. Open the new one.
+		if replaced(path, file) && attempt < 10 {
+			_ = db.Close()
+			continue
+		}
+		break
+	}
+	removeStaleCompaction(path, o.Logger)
 	d := &Driver{
 		path:         path,
 		db:           db,
@@ -52,11 +96,14 @@ func Open(path string, opts *Options) (*Driver, error) {
 		subs:         make(map[string]map[*subscription]struct{}),
 		topicSubs:    make(map[*topicSubscription]struct{}),
 		idx:          newTopicIndex(),
+
+		keepFreelist: !o.NoFreelistSync,
+		freelistIdle: o.freelistIdle,
 	}
 	// Claim index entries for the next horizon go to q from the start; the
 	// promoter, started below, moves f's entries for it there.
 	d.near.Store(floorMicros(time.Now()) + o.nearHorizon.Microseconds())
-	if err := d.initLayout(&o); err != nil {
+	if err := d.initLayout(o); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -78,9 +125,17 @@ func Open(path string, opts *Options) (*Driver, error) {
 			return nil, err
 		}
 	}
-	go d.writer()
-	go d.promoter(o.nearHorizon)
 	return d, nil
+}
+
+// replaced reports whether the name path no longer leads to file.
+func replaced(path string, file *os.File) bool {
+	fi, err := file.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && !os.SameFile(fi, pi)
 }
 
 // syncParent fsyncs the directory that holds the store file, so that the
@@ -108,12 +163,14 @@ func syncParent(path string, sync func(dir string) error) error {
 // openBolt opens the bbolt database. bbolt reads the free list at open and
 // can panic (or fault) on a damaged one; that becomes an error, and the file
 // handle bbolt opened is closed so the lock is not left behind.
-func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSync bool) (db *bbolt.DB, err error) {
-	var file *os.File
+func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.DB, file *os.File, err error) {
 	bo := &bbolt.Options{
-		Timeout:        timeout,
-		FreelistType:   bbolt.FreelistMapType,
-		NoFreelistSync: noFreelistSync,
+		Timeout:      timeout,
+		FreelistType: bbolt.FreelistMapType,
+		// Commits never write the free list (freelist.go); bbolt reads
+		// one that a Close wrote, and rebuilds it from the pages when
+		// there is none.
+		NoFreelistSync: true,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
 			if err == nil {
@@ -129,23 +186,23 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSy
 			if file != nil {
 				_ = file.Close()
 			}
-			db, err = nil, corruptError(path, "opening the file failed: %v", r)
+			db, file, err = nil, nil, corruptError(path, "opening the file failed: %v", r)
 		}
 	}()
 	db, err = bbolt.Open(path, mode, bo)
 	switch {
 	case err == nil:
-		return db, nil
+		return db, file, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
+		return nil, nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return nil, fmt.Errorf("ontimebolt: open %s: %w", path, err)
+	return nil, nil, fmt.Errorf("ontimebolt: open %s: %w", path, err)
 }
 
 // precheck validates an existing file before bbolt maps it: bbolt trusts

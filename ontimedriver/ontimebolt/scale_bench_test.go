@@ -2,6 +2,7 @@ package ontimebolt_test
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -16,10 +17,10 @@ import (
 
 // The embedded store at scale. Files go to ONTIMEBOLT_BENCH_DIR (default
 // the system's temporary directory; a real disk, not a tmpfs). Timers
-// carry 150-byte payloads (a 100-byte body in the library's envelope) and
+// carry 174-byte payloads (what the library writes for a 100-byte body) and
 // UUIDv7 ids, as the library makes them.
 
-var benchPayload = bytes.Repeat([]byte("p"), 150)
+var benchPayload = bytes.Repeat([]byte("p"), 174)
 
 // loadIDs schedules one timer per id in topic (topicOf(i) when topicOf is
 // not nil), due after delay, in calls of 1000 from 4 goroutines, and
@@ -133,4 +134,136 @@ func benchStore(b *testing.B) *ontimebolt.Driver {
 		b.Fatal(err)
 	}
 	return reopen(b, filepath.Join(dir, "timers.db"), nil)
+}
+
+// Space comes back: a file that held ONTIMEBOLT_BENCH_LOADED (default
+// 1,000,000) timers due in an hour in one topic, of which every other was
+// cancelled (CancelBatch), next to a fresh file, both made once by the
+// first benchmark that needs them. BenchmarkPublishAfterCancel publishes
+// b.N timers into each (16 callers, 100 per call, due in an hour), fresh
+// first, so that -count 3 alternates them.
+//
+//	go test -run '^$' -bench PublishAfterCancel -benchtime 200000x -count 3 ./ontimedriver/ontimebolt/
+var afterCancel struct {
+	once   sync.Once
+	err    error
+	stores map[string]*ontimebolt.Driver
+	load   float64
+	cancel float64
+}
+
+func afterCancelStore(b *testing.B, which string) *ontimebolt.Driver {
+	n := envInt(b, "ONTIMEBOLT_BENCH_LOADED", 1_000_000)
+	afterCancel.once.Do(func() {
+		dir, err := os.MkdirTemp(benchDir(b), "ontimebolt-cancelled-")
+		if err != nil {
+			afterCancel.err = err
+			return
+		}
+		sharedDirs = append(sharedDirs, dir)
+		afterCancel.stores = map[string]*ontimebolt.Driver{}
+		for _, name := range []string{"fresh", "after-cancel"} {
+			d, err := ontimebolt.Open(filepath.Join(dir, name+".db"), &ontimebolt.Options{Logger: quiet})
+			if err != nil {
+				afterCancel.err = err
+				return
+			}
+			afterCancel.stores[name] = d
+			sharedStores = append(sharedStores, d)
+		}
+		d := afterCancel.stores["after-cancel"]
+		ids := newIDs(n)
+		afterCancel.load = loadIDs(b, d, ids, nil, time.Hour)
+		var half []string
+		for i := 0; i < len(ids); i += 2 {
+			half = append(half, ids[i])
+		}
+		afterCancel.cancel = cancelIDs(b, d, half)
+		sp, err := d.Space()
+		if err != nil {
+			afterCancel.err = err
+			return
+		}
+		b.Logf("after-cancel store: %d timers loaded at %.0f/s, %d cancelled at %.0f/s; file %d MB, %d MB free",
+			n, afterCancel.load, len(half), afterCancel.cancel, sp.File>>20, sp.Free>>20)
+	})
+	if afterCancel.err != nil {
+		b.Fatal(afterCancel.err)
+	}
+	return afterCancel.stores[which]
+}
+
+func BenchmarkPublishAfterCancel(b *testing.B) {
+	for _, which := range []string{"fresh", "after-cancel"} {
+		b.Run(which, func(b *testing.B) {
+			d := afterCancelStore(b, which)
+			ids := newIDs(b.N)
+			commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
+			b.ResetTimer()
+			start := time.Now()
+			var (
+				next atomic.Int64
+				wg   sync.WaitGroup
+			)
+			for range 16 {
+				wg.Go(func() {
+					for {
+						lo := int(next.Add(100)) - 100
+						if lo >= len(ids) {
+							return
+						}
+						ts := make([]ontimedriver.NewTimer, 0, 100)
+						for _, id := range ids[lo:min(lo+100, len(ids))] {
+							ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: time.Hour, Payload: benchPayload})
+						}
+						schedule(b, d, "bench", ts...)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "timers/s")
+			reportCommits(b, d, commits0, st0, b.N)
+			reportFreelist(b, d)
+		})
+	}
+}
+
+// BenchmarkCompact compacts a file that held 2×b.N timers (one topic, due
+// in an hour) of which every other was cancelled: the file's size before
+// and after, per timer kept, and the time Compact took.
+//
+//	go test -run '^$' -bench Compact -benchtime 500000x ./ontimedriver/ontimebolt/
+func BenchmarkCompact(b *testing.B) {
+	dir, err := mkdirTemp(b, benchDir(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "timers.db")
+	d, err := ontimebolt.Open(path, &ontimebolt.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := newIDs(2 * b.N)
+	loadIDs(b, d, ids, nil, time.Hour)
+	var half []string
+	for i := 0; i < len(ids); i += 2 {
+		half = append(half, ids[i])
+	}
+	cancelIDs(b, d, half)
+	if err := d.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	before, after, err := ontimebolt.Compact(path, &ontimebolt.Options{Logger: quiet})
+	took := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(before)/1e6, "before-MB")
+	b.ReportMetric(float64(after)/1e6, "after-MB")
+	b.ReportMetric(float64(after)/float64(b.N), "after-B/timer")
+	b.ReportMetric(took.Seconds(), "compact-s")
 }

@@ -33,7 +33,7 @@ func TestTopicsOpenCold(t *testing.T) {
 	many, manyPath := open(t, nil)
 	topics := oneTimerTopics(t, many, costTopics)
 	one, onePath := open(t, nil)
-	payload := bytes.Repeat([]byte("p"), 150)
+	payload := bytes.Repeat([]byte("p"), 174)
 	var timers []ontimedriver.NewTimer
 	for i := range costTopics {
 		timers = append(timers, ontimedriver.NewTimer{ID: fmt.Sprintf("timer-%06d", i), Delay: time.Hour, Payload: payload})

@@ -11,7 +11,7 @@ import (
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
-// Topics cost what they hold: 2,000 topics with one timer each (150-byte
+// Topics cost what they hold: 2,000 topics with one timer each (174-byte
 // payloads, about a 100-byte body in the library's envelope) take at most
 // 1 KiB of the file each, next to a fresh store; once their timers are
 // cancelled they take nothing; and a cold Open reads about what the topics
@@ -28,7 +28,7 @@ func oneTimerTopics(t testing.TB, d ontimedriver.Driver, n int) []string {
 	for i := range topics {
 		topics[i] = fmt.Sprintf("tenant-%06d", i)
 	}
-	payload := bytes.Repeat([]byte("p"), 150)
+	payload := bytes.Repeat([]byte("p"), 174)
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {
