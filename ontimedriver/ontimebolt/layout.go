@@ -77,8 +77,12 @@ func topicPrefix(topic string) []byte {
 	return append(p, topic...)
 }
 
-// splitTopic splits a key of q, l, x or y into its topic and the rest.
-func splitTopic(k []byte) (topic, rest []byte, ok bool) {
+// splitTopic splits a key of q, f, l, x or y into its topic and the rest.
+func splitTopic(k []byte) (topic, rest []byte, ok bool) { return splitLengthPrefixed(k) }
+
+// splitLengthPrefixed splits k into the part its leading uvarint length
+// names and what follows.
+func splitLengthPrefixed(k []byte) (head, rest []byte, ok bool) {
 	n, w := binary.Uvarint(k)
 	if w <= 0 || n > uint64(len(k)-w) {
 		return nil, nil, false
@@ -94,14 +98,8 @@ func timerKey(topic, id string) []byte {
 	return append(k, topic...)
 }
 
-// splitTimerKey returns the id and the topic of a key of t.
-func splitTimerKey(k []byte) (id, topic []byte, ok bool) {
-	n, w := binary.Uvarint(k)
-	if w <= 0 || n > uint64(len(k)-w) {
-		return nil, nil, false
-	}
-	return k[w : w+int(n)], k[w+int(n):], true
-}
+// splitTimerKey returns the id and the topic of a key of t or u.
+func splitTimerKey(k []byte) (id, topic []byte, ok bool) { return splitLengthPrefixed(k) }
 
 // prefixEnd returns the smallest key greater than every key that starts
 // with p, or nil when there is none (p is all 0xff).

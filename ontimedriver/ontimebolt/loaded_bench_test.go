@@ -114,36 +114,27 @@ func fill(d *ontimebolt.Driver, n int, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
+	return publishBodies(c, n, 1000, 4, delay)
+}
+
+// publishBodies publishes n timers with 100-byte bodies due after delay,
+// in batches of batch from workers goroutines, each batch to the next of
+// loadedTopics topics.
+func publishBodies(c *ontime.Client, n, batch, workers int, delay time.Duration) error {
 	body := make([]byte, 100)
-	const workers, batch = 4, 1000
 	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
 		first error
 		once  sync.Once
 	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]ontime.Timer, batch)
-			for {
-				lo := int(next.Add(batch)) - batch
-				if lo >= n {
-					return
-				}
-				buf = buf[:min(batch, n-lo)]
-				for i := range buf {
-					buf[i] = ontime.Timer{Body: body, Delay: delay}
-				}
-				if _, err := c.PublishBatch(context.Background(), loadedTopic(lo/batch), buf); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	inChunks(n, batch, workers, func(lo, hi int) {
+		buf := make([]ontime.Timer, hi-lo)
+		for i := range buf {
+			buf[i] = ontime.Timer{Body: body, Delay: delay}
+		}
+		if _, err := c.PublishBatch(context.Background(), loadedTopic(lo/batch), buf); err != nil {
+			once.Do(func() { first = err })
+		}
+	})
 	return first
 }
 
@@ -187,34 +178,11 @@ func loadedE2E(b *testing.B, d *ontimebolt.Driver) {
 		}
 	})
 	defer stop()
-	body := make([]byte, 100)
 	commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	const publishers, batch = 16, 100
-	for range publishers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]ontime.Timer, batch)
-			for {
-				lo := int(next.Add(batch)) - batch
-				if lo >= n {
-					return
-				}
-				buf = buf[:min(batch, n-lo)]
-				for i := range buf {
-					buf[i] = ontime.Timer{Body: body}
-				}
-				if _, err := c.PublishBatch(context.Background(), loadedTopic(lo/batch), buf); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
+	if err := publishBodies(c, n, 100, 16, 0); err != nil {
+		b.Error(err)
 	}
-	wg.Wait()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):

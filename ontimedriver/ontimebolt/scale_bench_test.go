@@ -22,42 +22,40 @@ import (
 
 var benchPayload = bytes.Repeat([]byte("p"), 174)
 
-// loadIDs schedules one timer per id in topic (topicOf(i) when topicOf is
-// not nil), due after delay, in calls of 1000 from 4 goroutines, and
-// returns the rate.
-func loadIDs(b *testing.B, d *ontimebolt.Driver, ids []string, topicOf func(i int) string, delay time.Duration) float64 {
-	b.Helper()
+// inChunks calls fn for [lo, hi) chunks of [0, n) of size chunk from
+// workers goroutines, and returns the rate of items per second.
+func inChunks(n, chunk, workers int, fn func(lo, hi int)) float64 {
 	start := time.Now()
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	const chunk = 1000
-	for range 4 {
+	for range workers {
 		wg.Go(func() {
 			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= len(ids) {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= n {
 					return
 				}
-				hi := min(lo+chunk, len(ids))
-				// one topic per call: a call of one-timer topics is split
-				if topicOf != nil {
-					for i := lo; i < hi; i++ {
-						schedule(b, d, topicOf(i), ontimedriver.NewTimer{ID: ids[i], Delay: delay, Payload: benchPayload})
-					}
-					continue
-				}
-				ts := make([]ontimedriver.NewTimer, 0, hi-lo)
-				for _, id := range ids[lo:hi] {
-					ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: delay, Payload: benchPayload})
-				}
-				schedule(b, d, "bench", ts...)
+				fn(lo, min(lo+chunk, n))
 			}
 		})
 	}
 	wg.Wait()
-	return float64(len(ids)) / time.Since(start).Seconds()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// loadIDs schedules one timer per id in topic "bench", due after delay,
+// in calls of 1000 from 4 goroutines, and returns the rate.
+func loadIDs(b *testing.B, d *ontimebolt.Driver, ids []string, delay time.Duration) float64 {
+	b.Helper()
+	return inChunks(len(ids), 1000, 4, func(lo, hi int) {
+		ts := make([]ontimedriver.NewTimer, 0, hi-lo)
+		for _, id := range ids[lo:hi] {
+			ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: delay, Payload: benchPayload})
+		}
+		schedule(b, d, "bench", ts...)
+	})
 }
 
 func newIDs(n int) []string {
@@ -72,35 +70,19 @@ func newIDs(n int) []string {
 // call from 4 callers, and returns the rate.
 func cancelIDs(b *testing.B, d *ontimebolt.Driver, ids []string) float64 {
 	b.Helper()
-	start := time.Now()
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	const chunk = 1000
-	for range 4 {
-		wg.Go(func() {
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= len(ids) {
-					return
-				}
-				res, err := d.CancelBatch(ctx, "bench", ids[lo:min(lo+chunk, len(ids))])
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				for i, err := range res {
-					if err != nil {
-						b.Errorf("cancel %s: %v", ids[lo+i], err)
-						return
-					}
-				}
+	return inChunks(len(ids), 1000, 4, func(lo, hi int) {
+		res, err := d.CancelBatch(ctx, "bench", ids[lo:hi])
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		for i, err := range res {
+			if err != nil {
+				b.Errorf("cancel %s: %v", ids[lo+i], err)
+				return
 			}
-		})
-	}
-	wg.Wait()
-	return float64(len(ids)) / time.Since(start).Seconds()
+		}
+	})
 }
 
 // BenchmarkCancelBatch cancels b.N timers, every other one of 2×b.N timers
@@ -111,7 +93,7 @@ func cancelIDs(b *testing.B, d *ontimebolt.Driver, ids []string) float64 {
 func BenchmarkCancelBatch(b *testing.B) {
 	d := benchStore(b)
 	ids := newIDs(2 * b.N)
-	load := loadIDs(b, d, ids, nil, time.Hour)
+	load := loadIDs(b, d, ids, time.Hour)
 	var half []string
 	for i := 0; i < len(ids); i += 2 {
 		half = append(half, ids[i])
@@ -127,13 +109,17 @@ func BenchmarkCancelBatch(b *testing.B) {
 
 // benchStore opens a fresh store in ONTIMEBOLT_BENCH_DIR, closed and
 // removed at cleanup.
-func benchStore(b *testing.B) *ontimebolt.Driver {
+func benchStore(b *testing.B) *ontimebolt.Driver { return reopen(b, benchPath(b), nil) }
+
+// benchPath is the path of a store file in a fresh directory under
+// ONTIMEBOLT_BENCH_DIR, removed at cleanup.
+func benchPath(b *testing.B) string {
 	b.Helper()
 	dir, err := mkdirTemp(b, benchDir(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return reopen(b, filepath.Join(dir, "timers.db"), nil)
+	return filepath.Join(dir, "timers.db")
 }
 
 // Space comes back: a file that held ONTIMEBOLT_BENCH_LOADED (default
@@ -173,7 +159,7 @@ func afterCancelStore(b *testing.B, which string) *ontimebolt.Driver {
 		}
 		d := afterCancel.stores["after-cancel"]
 		ids := newIDs(n)
-		afterCancel.load = loadIDs(b, d, ids, nil, time.Hour)
+		afterCancel.load = loadIDs(b, d, ids, time.Hour)
 		var half []string
 		for i := 0; i < len(ids); i += 2 {
 			half = append(half, ids[i])
@@ -200,29 +186,15 @@ func BenchmarkPublishAfterCancel(b *testing.B) {
 			ids := newIDs(b.N)
 			commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
 			b.ResetTimer()
-			start := time.Now()
-			var (
-				next atomic.Int64
-				wg   sync.WaitGroup
-			)
-			for range 16 {
-				wg.Go(func() {
-					for {
-						lo := int(next.Add(100)) - 100
-						if lo >= len(ids) {
-							return
-						}
-						ts := make([]ontimedriver.NewTimer, 0, 100)
-						for _, id := range ids[lo:min(lo+100, len(ids))] {
-							ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: time.Hour, Payload: benchPayload})
-						}
-						schedule(b, d, "bench", ts...)
-					}
-				})
-			}
-			wg.Wait()
+			rate := inChunks(len(ids), 100, 16, func(lo, hi int) {
+				ts := make([]ontimedriver.NewTimer, 0, hi-lo)
+				for _, id := range ids[lo:hi] {
+					ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: time.Hour, Payload: benchPayload})
+				}
+				schedule(b, d, "bench", ts...)
+			})
 			b.StopTimer()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "timers/s")
+			b.ReportMetric(rate, "timers/s")
 			reportCommits(b, d, commits0, st0, b.N)
 			reportFreelist(b, d)
 		})
@@ -235,17 +207,13 @@ func BenchmarkPublishAfterCancel(b *testing.B) {
 //
 //	go test -run '^$' -bench Compact -benchtime 500000x ./ontimedriver/ontimebolt/
 func BenchmarkCompact(b *testing.B) {
-	dir, err := mkdirTemp(b, benchDir(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(dir, "timers.db")
+	path := benchPath(b)
 	d, err := ontimebolt.Open(path, &ontimebolt.Options{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ids := newIDs(2 * b.N)
-	loadIDs(b, d, ids, nil, time.Hour)
+	loadIDs(b, d, ids, time.Hour)
 	var half []string
 	for i := 0; i < len(ids); i += 2 {
 		half = append(half, ids[i])

@@ -3,9 +3,7 @@ package ontimebolt_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,30 +31,14 @@ func BenchmarkTopicsOpen(b *testing.B) {
 }
 
 func topicsOpen(b *testing.B, n int) {
-	dir, err := mkdirTemp(b, benchDir(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(dir, "timers.db")
+	path := benchPath(b)
 	d, err := ontimebolt.Open(path, &ontimebolt.Options{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
 	topic := func(i int) string { return fmt.Sprintf("tenant-%06d", i) }
 	ids := newIDs(n)
-	each := func(fn func(i int)) float64 {
-		start := time.Now()
-		var wg sync.WaitGroup
-		for g := range 16 {
-			wg.Go(func() {
-				for i := g; i < n; i += 16 {
-					fn(i)
-				}
-			})
-		}
-		wg.Wait()
-		return float64(n) / time.Since(start).Seconds()
-	}
+	each := func(fn func(i int)) float64 { return inChunks(n, 1, 16, func(i, _ int) { fn(i) }) }
 	load := each(func(i int) {
 		schedule(b, d, topic(i), ontimedriver.NewTimer{ID: ids[i], Delay: time.Hour, Payload: benchPayload})
 	})
