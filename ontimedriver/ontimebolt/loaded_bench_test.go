@@ -24,11 +24,11 @@ import (
 // spread over those topics, in one run: both stores are opened (and the
 // loaded one filled, at the start, once) by the first benchmark that needs
 // them, and each benchmark runs on the empty store, then on the loaded
-// one, so that -count 3 alternates them. Files go to ONTIMEBOLT_BENCH_DIR
+// one, ONTIMEBOLT_BENCH_RUNS times (default 3), alternately. Files go to ONTIMEBOLT_BENCH_DIR
 // (default the system's temporary directory; it must be a real disk, as
 // fsync costs nothing on a tmpfs).
 //
-//	go test -run '^$' -bench 'Loaded' -benchtime 100000x -count 3 ./ontimedriver/ontimebolt/
+//	go test -run '^$' -bench 'Loaded' -benchtime 40000x ./ontimedriver/ontimebolt/
 //
 // e2e publishes b.N timers due now (16 publishers, batches of 100, each
 // batch to the next topic) with the worker running and stops when every
@@ -167,11 +167,20 @@ func runTopicsWorker(b *testing.B, c *ontime.Client, h func(m *ontime.Message[[]
 }
 
 func BenchmarkLoaded(b *testing.B) {
-	for _, which := range []string{"empty", "loaded"} {
-		b.Run("e2e/"+which, func(b *testing.B) { loadedE2E(b, loadedStore(b, which)) })
-	}
-	for _, which := range []string{"empty", "loaded"} {
-		b.Run("lateness/"+which, func(b *testing.B) { loadedLateness(b, loadedStore(b, which)) })
+	alternate(b, "e2e", []string{"empty", "loaded"}, func(b *testing.B, which string) { loadedE2E(b, loadedStore(b, which)) })
+	alternate(b, "lateness", []string{"empty", "loaded"}, func(b *testing.B, which string) { loadedLateness(b, loadedStore(b, which)) })
+}
+
+// alternate runs fn for each of whiches in turn, ONTIMEBOLT_BENCH_RUNS
+// times (default 3), as sub-benchmarks name/RUN/WHICH: the runs of the
+// two sides alternate, so that a change in the machine's load falls on
+// both (go test's -count would run one side's runs, then the other's).
+func alternate(b *testing.B, name string, whiches []string, fn func(b *testing.B, which string)) {
+	runs := envInt(b, "ONTIMEBOLT_BENCH_RUNS", 3)
+	for r := range runs {
+		for _, which := range whiches {
+			b.Run(fmt.Sprintf("%s/%d/%s", name, r+1, which), func(b *testing.B) { fn(b, which) })
+		}
 	}
 }
 

@@ -127,9 +127,9 @@ func benchPath(b *testing.B) string {
 // cancelled (CancelBatch), next to a fresh file, both made once by the
 // first benchmark that needs them. BenchmarkPublishAfterCancel publishes
 // b.N timers into each (16 callers, 100 per call, due in an hour), fresh
-// first, so that -count 3 alternates them.
+// first, ONTIMEBOLT_BENCH_RUNS times (default 3), alternately.
 //
-//	go test -run '^$' -bench PublishAfterCancel -benchtime 200000x -count 3 ./ontimedriver/ontimebolt/
+//	go test -run '^$' -bench PublishAfterCancel -benchtime 200000x ./ontimedriver/ontimebolt/
 var afterCancel struct {
 	once   sync.Once
 	err    error
@@ -180,25 +180,23 @@ func afterCancelStore(b *testing.B, which string) *ontimebolt.Driver {
 }
 
 func BenchmarkPublishAfterCancel(b *testing.B) {
-	for _, which := range []string{"fresh", "after-cancel"} {
-		b.Run(which, func(b *testing.B) {
-			d := afterCancelStore(b, which)
-			ids := newIDs(b.N)
-			commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
-			b.ResetTimer()
-			rate := inChunks(len(ids), 100, 16, func(lo, hi int) {
-				ts := make([]ontimedriver.NewTimer, 0, hi-lo)
-				for _, id := range ids[lo:hi] {
-					ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: time.Hour, Payload: benchPayload})
-				}
-				schedule(b, d, "bench", ts...)
-			})
-			b.StopTimer()
-			b.ReportMetric(rate, "timers/s")
-			reportCommits(b, d, commits0, st0, b.N)
-			reportFreelist(b, d)
+	alternate(b, "publish", []string{"fresh", "after-cancel"}, func(b *testing.B, which string) {
+		d := afterCancelStore(b, which)
+		ids := newIDs(b.N)
+		commits0, st0 := ontimebolt.Commits(d), ontimebolt.TxStats(d)
+		b.ResetTimer()
+		rate := inChunks(len(ids), 100, 16, func(lo, hi int) {
+			ts := make([]ontimedriver.NewTimer, 0, hi-lo)
+			for _, id := range ids[lo:hi] {
+				ts = append(ts, ontimedriver.NewTimer{ID: id, Delay: time.Hour, Payload: benchPayload})
+			}
+			schedule(b, d, "bench", ts...)
 		})
-	}
+		b.StopTimer()
+		b.ReportMetric(rate, "timers/s")
+		reportCommits(b, d, commits0, st0, b.N)
+		reportFreelist(b, d)
+	})
 }
 
 // BenchmarkCompact compacts a file that held 2×b.N timers (one topic, due
