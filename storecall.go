@@ -26,7 +26,7 @@ type StoreCallHook interface {
 // StoreCall is one call to the store, as StoreCallHook sees it.
 type StoreCall struct {
 	// Op names the call, after the [ontimedriver.Driver] method: "schedule",
-	// "claim", "settle", "extend", "cancel", "get", "list", "count",
+	// "claim", "settle", "extend", "cancel", "cancel_batch", "get", "list", "count",
 	// "topics", "list_dead", "replay_dead", "replay_all_dead", "purge_dead",
 	// "purge_all_dead", "count_due", "fire_now", "due_topics" (the
 	// HandleTopics loop asking the topic index), "subscribe" or "ping". A
@@ -40,8 +40,9 @@ type StoreCall struct {
 	// Err is the call's error: nil, or a store failure (unreachable,
 	// timed out, closed), the context's error, or one of the store's
 	// definite answers (ontimedriver.ErrNotFound, ErrExists, ErrLeaseLost,
-	// ErrInvalid). Per-timer results of Schedule, Settle and Extend (a
-	// lease lost, an id that exists) are not errors of the call.
+	// ErrInvalid). Per-timer results of Schedule, Settle, Extend and
+	// CancelBatch (a lease lost, an id that exists or is absent) are not
+	// errors of the call.
 	Err error
 }
 
@@ -118,6 +119,13 @@ func (o *observedDriver) Cancel(ctx context.Context, topic, id string) error {
 	err := o.Driver.Cancel(ctx, topic, id)
 	o.report(ctx, "cancel", topic, start, err)
 	return err
+}
+
+func (o *observedDriver) CancelBatch(ctx context.Context, topic string, ids []string) ([]error, error) {
+	start := time.Now()
+	r, err := o.Driver.CancelBatch(ctx, topic, ids)
+	o.report(ctx, "cancel_batch", topic, start, err)
+	return r, err
 }
 
 func (o *observedDriver) Get(ctx context.Context, topic, id string) (*ontimedriver.TimerInfo, error) {

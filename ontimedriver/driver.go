@@ -108,6 +108,17 @@ type Driver interface {
 	// ErrNotFound when absent.
 	Cancel(ctx context.Context, topic, id string) error
 
+	// CancelBatch is Cancel for many timers of one topic, in one atomic
+	// step and one round trip: the result has one slot per id, in order,
+	// nil for a timer deleted and ErrNotFound for an id with no scheduled
+	// or leased timer (a dead letter, an absent id, or an id given
+	// earlier in the same call). The returned error is for the call as a
+	// whole: then nothing was deleted. nil or empty ids delete nothing and
+	// return an empty result. The call holds the store (one transaction,
+	// one script) for its whole length, so callers send large sets in
+	// chunks of a few thousand ids.
+	CancelBatch(ctx context.Context, topic string, ids []string) ([]error, error)
+
 	// Get returns one scheduled or leased timer, or ErrNotFound.
 	Get(ctx context.Context, topic, id string) (*TimerInfo, error)
 

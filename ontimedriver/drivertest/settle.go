@@ -1,6 +1,8 @@
 package drivertest
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +34,9 @@ func cancelCases() []testCase {
 		{"Scheduled", testCancelScheduled},
 		{"Leased", testCancelLeased},
 		{"Absent", testCancelAbsent},
+		{"Batch", testCancelBatch},
+		{"BatchEmpty", testCancelBatchEmpty},
+		{"BatchEmptiesTopic", testCancelBatchEmptiesTopic},
 	}
 }
 
@@ -468,4 +473,96 @@ func testCancelAbsent(e *env) {
 	e.wantErr("cancel of a dead letter", e.d.Cancel(e.ctx, topic, "dl"), ontimedriver.ErrNotFound)
 	e.wantErr("cancel of an absent id", e.d.Cancel(e.ctx, topic, "nope"), ontimedriver.ErrNotFound)
 	e.wantCounts(topic, 0, 0, 1)
+}
+
+// cancelBatch calls CancelBatch and fails the test on a call error or a
+// result of the wrong length.
+func (e *env) cancelBatch(topic string, ids ...string) []error {
+	e.t.Helper()
+	res, err := e.d.CancelBatch(e.ctx, topic, ids)
+	if err != nil {
+		e.t.Fatalf("CancelBatch(%s, %q): %v", topic, ids, err)
+	}
+	if len(res) != len(ids) {
+		e.t.Fatalf("CancelBatch(%s, %q): %d results, want %d", topic, ids, len(res), len(ids))
+	}
+	return res
+}
+
+// testCancelBatch: one call deletes scheduled and leased timers; an absent
+// id, a dead letter, an id of another topic and an id given twice (its
+// second slot) are ErrNotFound; what was not named stays, and a cancelled
+// lease is refused.
+func testCancelBatch(e *env) {
+	const topic, other = "cancel.batch", "cancel.batch.other"
+	e.put(topic, dueNow("leased", "p"))
+	leased := e.claimOne(e.d, topic, "leased", longLease)
+	e.put(topic, dueNow("dl", "p"))
+	dl := e.claimOne(e.d, topic, "dl", longLease)
+	e.wantErr("dead", e.settle1(topic, deadOp(dl, ontimedriver.ReasonRejected, "x")), nil)
+	e.put(topic, dueIn("s1", time.Hour, "p"), dueIn("s2", time.Minute, "p"), dueIn("keep", time.Hour, "k"))
+	e.put(other, dueIn("elsewhere", time.Hour, "o"))
+
+	res := e.cancelBatch(topic, "s1", "leased", "nope", "dl", "s2", "s1", "elsewhere")
+	for i, want := range []error{nil, nil, ontimedriver.ErrNotFound, ontimedriver.ErrNotFound, nil, ontimedriver.ErrNotFound, ontimedriver.ErrNotFound} {
+		e.wantErr(fmt.Sprintf("CancelBatch result %d", i), res[i], want)
+	}
+	for _, id := range []string{"s1", "s2", "leased"} {
+		e.wantGone(topic, id)
+	}
+	e.wantErr("ack a cancelled lease", e.settle1(topic, ackOp(leased)), ontimedriver.ErrLeaseLost)
+	e.wantCounts(topic, 1, 0, 1)
+	e.wantIDs("List after CancelBatch", timerIDs(e.listAll(topic, ontimedriver.ListOptions{})), []string{"keep"})
+	if !e.lacks.NoDeadLetters {
+		e.wantIDs("ListDead after CancelBatch", deadIDs(e.listDeadAll(topic, ontimedriver.ListOptions{})), []string{"dl"})
+	}
+	e.wantScheduled("Get in the other topic", e.get(other, "elsewhere"), time.Time{}, 0, []byte("o"))
+	// Cancelled timers are never claimed.
+	if got := e.claim(topic, 10, longLease); len(got.Timers) != 0 {
+		e.t.Errorf("claim after CancelBatch: %v, want nothing due", claimedIDs(got))
+	}
+}
+
+// testCancelBatchEmpty: nil and empty ids cancel nothing, and say so with
+// an empty result.
+func testCancelBatchEmpty(e *env) {
+	const topic = "cancel.batch.empty"
+	e.put(topic, dueIn("a", time.Hour, "p"))
+	for _, ids := range [][]string{nil, {}} {
+		res, err := e.d.CancelBatch(e.ctx, topic, ids)
+		if err != nil || res == nil || len(res) != 0 {
+			e.t.Errorf("CancelBatch(%#v) = %#v, %v; want an empty result, nil", ids, res, err)
+		}
+	}
+	e.wantCounts(topic, 1, 0, 0)
+}
+
+// testCancelBatchEmptiesTopic: a batch that deletes every timer of a topic
+// takes the topic out of Topics, and out of the topic index.
+func testCancelBatchEmptiesTopic(e *env) {
+	const topic = "cancel.batch.emptied"
+	ids := make([]string, 300)
+	timers := make([]ontimedriver.NewTimer, len(ids))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%03d", i)
+		timers[i] = dueNow(ids[i], "p")
+	}
+	e.put(topic, timers...)
+	for i, err := range e.cancelBatch(topic, ids...) {
+		e.wantErr("CancelBatch "+ids[i], err, nil)
+	}
+	e.wantCounts(topic, 0, 0, 0)
+	topics, err := e.d.Topics(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if slices.Contains(topics, topic) {
+		e.t.Errorf("Topics after cancelling every timer = %q, want %s left out", topics, topic)
+	}
+	if idx, ok := e.d.(ontimedriver.TopicIndex); ok && idx.TopicIndexed() {
+		r := e.dueTopics("*", 10)
+		if slices.Contains(r.Topics, topic) {
+			e.t.Errorf("DueTopics after cancelling every timer = %q, want %s left out", r.Topics, topic)
+		}
+	}
 }

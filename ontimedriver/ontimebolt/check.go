@@ -10,102 +10,168 @@ import (
 // deepCheck is the record-level half of Options.CheckOnOpen (checkPages,
 // run before bbolt maps the file, is the page-level half, so every page this
 // walk reads is known to be sound): every record decodes and matches its
-// index entries and counters.
+// index entries, and every topic's counts match its records.
 func (d *Driver) deepCheck() error {
 	return d.view(func(tx *bbolt.Tx) error {
-		topics := tx.Bucket(bucketTopics)
-		return topics.ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
-			if err != nil {
-				return err
-			}
-			if err := checkTopic(tb); err != nil {
-				return corruptError(d.path, "topic %q: %v", name, err)
-			}
-			return nil
-		})
+		s, err := dataBucketsOf(tx, d.path, 0)
+		if err != nil {
+			return err
+		}
+		if err := checkStore(s); err != nil {
+			return corruptError(d.path, "%v", err)
+		}
+		return nil
 	})
 }
 
-// checkTopic compares a topic's records, indexes and counters.
-func checkTopic(tb *topicBuckets) error {
-	var timers, leased int64
-	err := tb.timers.ForEach(func(k, v []byte) error {
-		id := string(k)
-		rec, err := decodeRecord(id, v)
-		if err != nil {
-			return fmt.Errorf("timer %q: %v", id, err)
+// topicCount is what checkStore counts per topic.
+type topicCount struct{ timers, leased, dead int64 }
+
+// checkStore compares the records, the indexes and the counts.
+func checkStore(s *stores) error {
+	counts := map[string]*topicCount{}
+	count := func(topic []byte) *topicCount {
+		c := counts[string(topic)]
+		if c == nil {
+			c = &topicCount{}
+			counts[string(topic)] = c
 		}
-		timers++
-		if !hasKey(tb.queue, indexKey(rec.claimable(), id)) {
-			return fmt.Errorf("timer %q: missing from the claim index", id)
+		return c
+	}
+	checkRecord := func(k, v []byte) error {
+		idb, topic, ok := splitTimerKey(k)
+		if !ok {
+			return fmt.Errorf("timer key %x does not parse", k)
+		}
+		id := string(idb)
+		tb := s.topic("", string(topic))
+		rec, err := decodeRecord(k, v)
+		if err != nil {
+			return fmt.Errorf("topic %q: timer %q: %v", topic, id, err)
+		}
+		c := count(topic)
+		c.timers++
+		if k := tb.idx(rec.claimable(), id); !hasKey(s.queue, k) && !hasKey(s.future, k) {
+			return fmt.Errorf("topic %q: timer %q: missing from the claim index", topic, id)
 		}
 		if rec.leased() {
-			leased++
-			if !hasKey(tb.leases, indexKey(rec.leaseUntil, id)) {
-				return fmt.Errorf("timer %q: missing from the lease index", id)
+			c.leased++
+			if !hasKey(s.leases, tb.idx(rec.leaseUntil, id)) {
+				return fmt.Errorf("topic %q: timer %q: missing from the lease index", topic, id)
 			}
 		}
 		return nil
-	})
+	}
+	err := s.timers.ForEach(checkRecord)
+	if err == nil {
+		err = s.farTimers.ForEach(func(k, v []byte) error {
+			if s.timers.Get(k) != nil {
+				id, topic, _ := splitTimerKey(k)
+				return fmt.Errorf("topic %q: timer %q: a record in t and in u", topic, id)
+			}
+			return checkRecord(k, v)
+		})
+	}
 	if err != nil {
 		return err
 	}
-	if n := tb.counter(keyCount); n != timers {
-		return fmt.Errorf("timer counter says %d, there are %d", n, timers)
-	}
-	if err := checkIndex(tb.queue, timers, "claim", func(ts int64, id string) bool {
-		rec, found, err := tb.getTimer(id)
-		return found && err == nil && rec.claimable() == ts
-	}); err != nil {
+	if err := checkIndex(s, []*bbolt.Bucket{s.queue, s.future}, "claim", func(c *topicCount) int64 { return c.timers }, counts,
+		func(tb *topicBuckets, ts int64, id string) bool {
+			rec, found, err := tb.getTimer(id)
+			return found && err == nil && rec.claimable() == ts
+		}); err != nil {
 		return err
 	}
-	if err := checkIndex(tb.leases, leased, "lease", func(ts int64, id string) bool {
-		rec, found, err := tb.getTimer(id)
-		return found && err == nil && rec.leased() && rec.leaseUntil == ts
-	}); err != nil {
+	if err := checkIndex(s, []*bbolt.Bucket{s.leases}, "lease", func(c *topicCount) int64 { return c.leased }, counts,
+		func(tb *topicBuckets, ts int64, id string) bool {
+			rec, found, err := tb.getTimer(id)
+			return found && err == nil && rec.leased() && rec.leaseUntil == ts
+		}); err != nil {
 		return err
 	}
 
-	var dead int64
-	err = tb.dead.ForEach(func(k, v []byte) error {
-		id := string(k)
-		rec, err := decodeDead(id, v)
-		if err != nil {
-			return fmt.Errorf("dead letter %q: %v", id, err)
+	err = s.dead.ForEach(func(k, v []byte) error {
+		topic, idb, ok := splitTopic(k)
+		if !ok {
+			return fmt.Errorf("dead letter key %x does not parse", k)
 		}
-		dead++
-		if !hasKey(tb.deadIdx, indexKey(rec.diedAt, id)) {
-			return fmt.Errorf("dead letter %q: missing from the dead index", id)
+		id := string(idb)
+		rec, err := decodeDead(k, v)
+		if err != nil {
+			return fmt.Errorf("topic %q: dead letter %q: %v", topic, id, err)
+		}
+		count(topic).dead++
+		if !hasKey(s.deadIdx, indexKey(topicPrefix(string(topic)), rec.diedAt, id)) {
+			return fmt.Errorf("topic %q: dead letter %q: missing from the dead index", topic, id)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if n := tb.counter(keyDeadCount); n != dead {
-		return fmt.Errorf("dead counter says %d, there are %d", n, dead)
+	if err := checkIndex(s, []*bbolt.Bucket{s.deadIdx}, "dead", func(c *topicCount) int64 { return c.dead }, counts,
+		func(tb *topicBuckets, ts int64, id string) bool {
+			rec, found, err := tb.getDead(id)
+			return found && err == nil && rec.diedAt == ts
+		}); err != nil {
+		return err
 	}
-	return checkIndex(tb.deadIdx, dead, "dead", func(ts int64, id string) bool {
-		rec, found, err := tb.getDead(id)
-		return found && err == nil && rec.diedAt == ts
+
+	// Every topic with records has its counts in m, and only those.
+	seen := 0
+	err = s.meta.ForEach(func(k, v []byte) error {
+		n, dead, err := decodeCounts(v)
+		if err != nil {
+			return fmt.Errorf("topic %q: counts: %v", k, err)
+		}
+		c := counts[string(k)]
+		if c == nil {
+			return fmt.Errorf("topic %q: counts say %d timers and %d dead letters, there are none", k, n, dead)
+		}
+		seen++
+		if n != c.timers || dead != c.dead {
+			return fmt.Errorf("topic %q: counts say %d timers and %d dead letters, there are %d and %d", k, n, dead, c.timers, c.dead)
+		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if seen != len(counts) {
+		for topic := range counts {
+			if s.meta.Get([]byte(topic)) == nil {
+				return fmt.Errorf("topic %q has records but no counts", topic)
+			}
+		}
+	}
+	return nil
 }
 
-// checkIndex checks that every entry of an index matches its record and
-// that the index has want entries.
-func checkIndex(b *bbolt.Bucket, want int64, name string, matches func(ts int64, id string) bool) error {
-	var n int64
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		ts, id, ok := splitKey(k)
-		if !ok || !matches(ts, string(id)) {
-			return fmt.Errorf("%s index entry %x matches no record", name, k)
+// checkIndex checks that every entry of an index (kept in the buckets bs)
+// matches its record and that each topic's index has as many entries as
+// want says.
+func checkIndex(s *stores, bs []*bbolt.Bucket, name string, want func(*topicCount) int64, counts map[string]*topicCount,
+	matches func(tb *topicBuckets, ts int64, id string) bool) error {
+	got := map[string]int64{}
+	for _, b := range bs {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			topic, rest, ok := splitTopic(k)
+			if !ok {
+				return fmt.Errorf("%s index entry %x does not parse", name, k)
+			}
+			tb := s.topic("", string(topic))
+			ts, id, ok := splitKey(rest)
+			if !ok || !matches(tb, ts, string(id)) {
+				return fmt.Errorf("topic %q: %s index entry %x matches no record", topic, name, rest)
+			}
+			got[string(topic)]++
 		}
-		n++
 	}
-	if n != want {
-		return fmt.Errorf("%s index has %d entries, want %d", name, n, want)
+	for topic, c := range counts {
+		if got[topic] != want(c) {
+			return fmt.Errorf("topic %q: %s index has %d entries, want %d", topic, name, got[topic], want(c))
+		}
 	}
 	return nil
 }

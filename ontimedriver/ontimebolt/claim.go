@@ -34,8 +34,8 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 		nowUs := floorMicros(now)
 		res = &ontimedriver.ClaimResult{Now: fromMicros(nowUs)}
 		quarantined = nil
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 
@@ -53,36 +53,37 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			stale  [][]byte
 			leased int
 		)
-		c := tb.queue.Cursor()
-		for k, _ := c.First(); k != nil && leased < limit; k, _ = c.Next() {
+		c := tb.claimCursor()
+		for k := c.first(); k != nil && leased < limit; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
-				stale = append(stale, bytes.Clone(k))
+				stale = append(stale, tb.key(k))
 				continue
 			}
 			if ts > nowUs {
 				break
 			}
 			id := string(idb)
-			raw := tb.timers.Get(idb)
+			tkey := timerKey(topic, id)
+			raw := tb.rawTimer(tkey)
 			if raw == nil {
-				stale = append(stale, bytes.Clone(k)) // orphan: no record
+				stale = append(stale, tb.key(k)) // orphan: no record
 				continue
 			}
-			rec, err := decodeRecord(id, raw)
+			rec, err := decodeRecord(tkey, raw)
 			if err != nil {
 				cands = append(cands, candidate{key: bytes.Clone(k), id: id, bad: err, raw: bytes.Clone(raw)})
 				continue
 			}
 			if rec.claimable() != ts {
-				stale = append(stale, bytes.Clone(k)) // not the record's entry
+				stale = append(stale, tb.key(k)) // not the record's entry
 				continue
 			}
 			cands = append(cands, candidate{key: bytes.Clone(k), id: id, rec: rec})
 			leased++
 		}
 		for _, k := range stale {
-			if err := tb.queue.Delete(k); err != nil {
+			if err := tb.deleteClaimable(k); err != nil {
 				return err
 			}
 		}
@@ -112,7 +113,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			if err := tb.unindex(c.id, &rec); err != nil {
 				return err
 			}
-			seq, err := tb.root.NextSequence()
+			seq, err := tb.timers.NextSequence()
 			if err != nil {
 				return err
 			}
@@ -164,15 +165,9 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(ops))
 		w = wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			for i := range results {
-				results[i] = ontimedriver.ErrLeaseLost
-			}
-			return nil
 		}
 		w.start(tb)
 		now := time.Now()
@@ -242,15 +237,9 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 	var results []error
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]error, len(leases))
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			for i := range results {
-				results[i] = ontimedriver.ErrLeaseLost
-			}
-			return nil
 		}
 		deadline := addMicros(time.Now(), lease)
 		for i, l := range leases {

@@ -27,13 +27,13 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 	before := beforeMicros(opts.Before)
 	page := &ontimedriver.DeadPage{}
 	err = d.view(func(tx *bbolt.Tx) error {
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		var last []byte
-		c := tb.deadIdx.Cursor()
-		for k := seekAfter(c, after); k != nil; k, _ = c.Next() {
+		c := tb.cursor(tb.deadIdx)
+		for k := seekAfter(c, after); k != nil; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
 				continue
@@ -79,8 +79,8 @@ func deadIDs(tb *topicBuckets, ids []string, all bool) []string {
 		return ids
 	}
 	every := []string{}
-	c := tb.dead.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	c := tb.cursor(tb.dead)
+	for k := c.first(); k != nil; k = c.next() {
 		every = append(every, string(k))
 	}
 	return every
@@ -112,8 +112,8 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 	)
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n, w = 0, wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		w.start(tb)
@@ -123,7 +123,7 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 			if !found || err != nil {
 				continue // a damaged dead letter cannot be replayed; PurgeDead removes it
 			}
-			if tb.timers.Get([]byte(id)) != nil {
+			if tb.hasTimer(id) {
 				continue // a live timer has the id: the dead letter stays
 			}
 			if err := tb.removeDead(id, &dead); err != nil {
@@ -170,8 +170,8 @@ func (d *Driver) purgeDead(ctx context.Context, topic string, ids []string, all 
 	var n int
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		n = 0
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		for _, id := range deadIDs(tb, ids, all) {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -30,15 +31,18 @@ type Driver struct {
 
 	// Write calls go through one writer goroutine that groups them into
 	// shared transactions (see writer).
-	reqs       chan *request
-	quit       chan struct{}
-	writerDone chan struct{}
+	reqs         chan *request
+	quit         chan struct{}
+	writerDone   chan struct{}
+	promoterDone chan struct{}
 
 	// Read by the tests (export_test.go) to check group commit: write
 	// transactions committed by the writer, and write calls waiting to be
 	// taken by it.
 	commits atomic.Int64
 	waiting atomic.Int64
+	// promotions counts the promoter's runs (promote.go), for the tests.
+	promotions atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -48,8 +52,19 @@ type Driver struct {
 	topicSubs  map[*topicSubscription]struct{}
 	subsClosed bool
 
+	// keepFreelist: the free-page list is written at Close and after
+	// freelistIdle without writes (freelist.go); freelistIdle <= 0: only
+	// at Close.
+	keepFreelist bool
+	freelistIdle time.Duration
+
 	// idx is the topic index (topicindex.go).
 	idx *topicIndex
+
+	// near splits the claim index (Unix µs): entries for earlier instants
+	// are written to q, the others to f. The promoter moves it ahead of the
+	// clock (promote.go).
+	near atomic.Int64
 }
 
 // SlowClaims reports true: a Claim waits for its commit's fsync, so
@@ -81,7 +96,11 @@ func (d *Driver) Close() error {
 	d.closeOnce.Do(func() {
 		d.closed.Store(true)
 		close(d.quit)
+		<-d.promoterDone
 		<-d.writerDone
+		if d.keepFreelist {
+			d.syncFreelist()
+		}
 		d.closeSubscriptions()
 		if cerr := d.db.Close(); cerr != nil {
 			err = fmt.Errorf("ontimebolt: close %s: %w", d.path, cerr)
@@ -170,14 +189,25 @@ func (d *Driver) write(ctx context.Context, topic string, fn func(tx *bbolt.Tx) 
 // already waiting (up to MaxBatch), and runs them in one transaction: one
 // commit and one fsync for all. A lone caller pays one fsync and no added
 // delay; under load, callers that arrive during a commit share the next one.
+//
+// When the writer has had nothing to do for freelistIdle after a commit,
+// it writes bbolt's free-page list (see freelist.go).
 func (d *Driver) writer() {
 	defer close(d.writerDone)
 	debug.SetPanicOnFault(true)
 	batch := make([]*request, 0, d.maxBatch)
+	idle := time.NewTimer(d.freelistIdle)
+	if d.freelistIdle <= 0 {
+		idle.Stop()
+	}
+	defer idle.Stop()
 	for {
 		select {
 		case r := <-d.reqs:
 			batch = append(batch[:0], r)
+		case <-idle.C:
+			d.syncFreelist()
+			continue
 		case <-d.quit:
 			return
 		}
@@ -192,6 +222,9 @@ func (d *Driver) writer() {
 		}
 		d.runBatch(batch)
 		clear(batch)
+		if d.freelistIdle > 0 {
+			idle.Reset(d.freelistIdle)
+		}
 	}
 }
 
@@ -259,15 +292,31 @@ func (d *Driver) call(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
 
 // update runs fn in a write transaction and commits it. A fault on a
 // damaged page (while fn reads, or while the commit copies a node out of
-// the file) becomes an error wrapping ErrCorrupt, and bbolt rolls the
-// transaction back: the writer goroutine faults this way already, and
-// Open's goroutine (dropLeases, initLayout) needs it set here.
+// the file) becomes an error wrapping ErrCorrupt, and the transaction is
+// rolled back: the writer goroutine faults this way already, and Open's
+// goroutine (dropLeases, initLayout) needs it set here.
+//
+// It does what bbolt's DB.Update does, but rolls a transaction that
+// panicked back from memory. bbolt's own rollback after a panic rebuilds
+// its free list by walking every page when the file holds no written list,
+// which is the case between this store's commits (see freelist.go): on a
+// damaged file that walk panics in its turn with bbolt's write lock held,
+// and every later write would wait for the lock forever.
 func (d *Driver) update(fn func(*bbolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	tx, err := d.db.Begin(true)
+	if err != nil {
+		return err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = d.panicError(r)
+			_ = tx.Rollback() // ErrTxClosed when the commit got as far as closing it
 		}
 	}()
-	return d.db.Update(fn)
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

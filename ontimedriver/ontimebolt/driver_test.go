@@ -814,13 +814,13 @@ func TestFailedCallDoesNotSpoilItsBatch(t *testing.T) {
 				id := fmt.Sprintf("ok-%d-%d", g, i)
 				timers := []ontimedriver.NewTimer{{ID: id}}
 				if g%4 == 0 {
-					// An empty id makes bbolt refuse the key mid-call.
-					timers = append(timers, ontimedriver.NewTimer{ID: ""})
+					// An id over bbolt's key limit makes bbolt refuse the key mid-call.
+					timers = append(timers, ontimedriver.NewTimer{ID: unstorableID})
 				}
 				_, err := d.Schedule(ctx, "q", timers, ontimedriver.Upsert)
 				if g%4 == 0 {
 					if err == nil {
-						t.Errorf("call with an empty id succeeded")
+						t.Errorf("call with an unstorable id succeeded")
 					}
 					if _, gerr := d.Get(ctx, "q", id); !errors.Is(gerr, ontimedriver.ErrNotFound) {
 						t.Errorf("failed call left %s behind: %v", id, gerr)

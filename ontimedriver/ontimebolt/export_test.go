@@ -2,6 +2,7 @@ package ontimebolt
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -97,8 +98,8 @@ func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
 		ok bool
 	)
 	err := d.view(func(tx *bbolt.Tx) error {
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		us, ok = tb.head()
@@ -112,3 +113,86 @@ func FileHead(t testing.TB, d *Driver, topic string) (time.Time, bool) {
 	}
 	return fromMicros(us), true
 }
+
+// DBStats returns bbolt's statistics of d's file.
+func DBStats(d *Driver) bbolt.Stats { return d.db.Stats() }
+
+// SetMigration makes Open migrate a format 1 file in transactions of chunk
+// keys, calling hook before each (an error from it stops the migration).
+func SetMigration(o *Options, chunk int, hook func(txs int) error) {
+	o.migrateChunk, o.migrateHook = chunk, hook
+}
+
+// Format returns the format marker of d's file.
+func Format(t testing.TB, d *Driver) string {
+	t.Helper()
+	var f string
+	if err := d.view(func(tx *bbolt.Tx) error {
+		f = string(tx.Bucket(bucketMeta).Get(keyFormat))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// InUse returns the bytes of d's file in use: pages neither free nor
+// waiting to be freed, times the page size.
+func InUse(t testing.TB, d *Driver) int64 {
+	t.Helper()
+	var n int64
+	if err := d.db.View(func(tx *bbolt.Tx) error {
+		st := d.db.Stats()
+		n = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(d.db.Info().PageSize)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// SetNearHorizon sets how far ahead of the clock the promoter keeps the
+// claim index's near mark.
+func SetNearHorizon(o *Options, h time.Duration) { o.nearHorizon = h }
+
+// ClaimIndexSplit counts topic's claim index entries in q (near) and f
+// (far).
+func ClaimIndexSplit(t testing.TB, d *Driver, topic string) (near, far int) {
+	t.Helper()
+	if err := d.view(func(tx *bbolt.Tx) error {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
+			return err
+		}
+		c := tb.cursor(tb.queue)
+		for k := c.first(); k != nil; k = c.next() {
+			near++
+		}
+		c = tb.cursor(tb.future)
+		for k := c.first(); k != nil; k = c.next() {
+			far++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return near, far
+}
+
+// Promotions returns how many times d's promoter has run.
+func Promotions(d *Driver) int64 { return d.promotions.Load() }
+
+// SetFreelistIdle sets how long d's writer waits without writes before it
+// writes the free-page list (negative: only at Close).
+func SetFreelistIdle(o *Options, idle time.Duration) { o.freelistIdle = idle }
+
+// SetCompactHook makes Compact call hook with "copy" before it copies the
+// store and "rename" before it renames the copy over the store file.
+func SetCompactHook(o *Options, hook func(stage string)) { o.compactHook = hook }
+
+// Replaced reports whether the name path no longer leads to f.
+func Replaced(path string, f *os.File) bool { return replaced(path, f) }
+
+// SetCompactHint sets the free space from which Open logs that the file
+// can be compacted.
+func SetCompactHint(o *Options, n int64) { o.compactHint = n }

@@ -2,6 +2,7 @@ package ontimebolt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
@@ -12,14 +13,15 @@ import (
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add("id", []byte{}, int64(0), uint64(0), int64(0), uint64(0), "", []byte("payload"))
 	r := record{due: 1795341524991000, token: 7, leaseUntil: 1795341554991000, attempt: 3, lastError: "boom", payload: []byte("p")}
-	f.Add("x", r.encode("x"), r.due, r.token, r.leaseUntil, r.attempt, r.lastError, r.payload)
+	f.Add("x", r.encode([]byte("x")), r.due, r.token, r.leaseUntil, r.attempt, r.lastError, r.payload)
 	f.Fuzz(func(t *testing.T, id string, raw []byte, due int64, token uint64, lease int64, attempt uint64, lastErr string, payload []byte) {
-		_, _ = decodeRecord(id, raw) // must not panic
+		key := []byte(id)
+		_, _ = decodeRecord(key, raw) // must not panic
 		in := record{due: due, token: token, leaseUntil: lease, attempt: attempt, lastError: lastErr, payload: payload}
 		if token == 0 {
 			in.leaseUntil = 0
 		}
-		out, err := decodeRecord(id, in.encode(id))
+		out, err := decodeRecord(key, in.encode(key))
 		if err != nil {
 			t.Fatalf("decode(encode(%+v)): %v", in, err)
 		}
@@ -27,8 +29,8 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("round trip: %+v, want %+v", out, in)
 		}
 		if len(id) > 0 {
-			if _, err := decodeRecord(id+"x", in.encode(id)); err == nil {
-				t.Fatal("a record decoded under another id (the checksum covers the id)")
+			if _, err := decodeRecord([]byte(id+"x"), in.encode(key)); err == nil {
+				t.Fatal("a record decoded under another key (the checksum covers the key)")
 			}
 		}
 	})
@@ -36,11 +38,12 @@ func FuzzDecodeRecord(f *testing.F) {
 
 func FuzzDecodeDead(f *testing.F) {
 	d := deadRecord{due: 1, diedAt: 2, attempt: 25, reason: "max_attempts", errText: "boom", payload: []byte("p")}
-	f.Add("x", d.encode("x"), d.due, d.diedAt, d.attempt, d.reason, d.errText, d.payload)
+	f.Add("x", d.encode([]byte("x")), d.due, d.diedAt, d.attempt, d.reason, d.errText, d.payload)
 	f.Fuzz(func(t *testing.T, id string, raw []byte, due, died int64, attempt uint64, reason, errText string, payload []byte) {
-		_, _ = decodeDead(id, raw)
+		key := []byte(id)
+		_, _ = decodeDead(key, raw)
 		in := deadRecord{due: due, diedAt: died, attempt: attempt, reason: reason, errText: errText, payload: payload}
-		out, err := decodeDead(id, in.encode(id))
+		out, err := decodeDead(key, in.encode(key))
 		if err != nil {
 			t.Fatalf("decode(encode(%+v)): %v", in, err)
 		}
@@ -62,6 +65,82 @@ func FuzzDecodeCursor(f *testing.F) {
 			if k2, err2 := decodeCursor(encodeCursor(key)); err2 != nil || !bytes.Equal(k2, key) {
 				t.Fatalf("cursor %q: key %x does not round-trip", s, key)
 			}
+		}
+	})
+}
+
+func FuzzDecodeCounts(f *testing.F) {
+	f.Add(encodeCounts(3, 4))
+	f.Add([]byte{1})
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, d, err := decodeCounts(b)
+		if err != nil {
+			return
+		}
+		if n < 0 || d < 0 {
+			t.Fatalf("counts %d, %d from %x", n, d, b)
+		}
+		if n2, d2, err := decodeCounts(encodeCounts(n, d)); err != nil || n2 != n || d2 != d {
+			t.Fatalf("round trip of %d, %d: %d, %d, %v", n, d, n2, d2, err)
+		}
+	})
+}
+
+// The keys: a topic's prefix and a timer's key split back into what made
+// them, whatever the bytes, and no topic's prefix is a prefix of another's.
+func FuzzKeys(f *testing.F) {
+	f.Add("orders", "0190a4c2-7d1e-7cc4-9f43-5c1b6b8a0c11", "orders2", []byte{})
+	f.Add("", "", "a", []byte{0x05, 'a'})
+	f.Fuzz(func(t *testing.T, topic, id, other string, raw []byte) {
+		_, _, _ = splitTopic(raw)
+		_, _, _ = splitTimerKey(raw)
+		_, _, _ = splitKey(raw)
+		_ = prefixEnd(raw)
+		p := topicPrefix(topic)
+		k := indexKey(p, 42, id)
+		gotTopic, rest, ok := splitTopic(k)
+		if !ok || string(gotTopic) != topic {
+			t.Fatalf("splitTopic(%x) = %q, %v", k, gotTopic, ok)
+		}
+		if us, gotID, ok := splitKey(rest); len(id) > 0 && (!ok || us != 42 || string(gotID) != id) {
+			t.Fatalf("splitKey(%x) = %d, %q, %v", rest, us, gotID, ok)
+		}
+		gotID, gotTopic, ok := splitTimerKey(timerKey(topic, id))
+		if !ok || string(gotID) != id || string(gotTopic) != topic {
+			t.Fatalf("splitTimerKey = %q, %q, %v", gotID, gotTopic, ok)
+		}
+		if other != topic && bytes.HasPrefix(indexKey(topicPrefix(other), 42, id), p) {
+			t.Fatalf("topic %q's keys start with topic %q's prefix", other, topic)
+		}
+		if end := prefixEnd(p); end == nil || bytes.Compare(end, k) <= 0 {
+			t.Fatalf("prefixEnd(%x) = %x, not after %x", p, end, k)
+		}
+	})
+}
+
+// resealV1 turns whatever bytes format 1 held into a format 2 record that
+// decodes as the original did, or keeps them as they were.
+func FuzzResealV1(f *testing.F) {
+	body := []byte{2, 0, 0, 0}
+	v1 := make([]byte, headerLen+len(body))
+	copy(v1[headerLen:], body)
+	v1[0] = recordVersionV1
+	binary.LittleEndian.PutUint32(v1[1:headerLen], checksum([]byte("id"), body))
+	f.Add([]byte("id"), v1)
+	f.Fuzz(func(t *testing.T, id, raw []byte) {
+		key := timerKey("topic", string(id))
+		out := resealV1(id, key, raw)
+		old, err := open(recordVersionV1, id, raw)
+		if err != nil {
+			if !bytes.Equal(out, raw) {
+				t.Fatalf("a damaged record was changed: %x -> %x", raw, out)
+			}
+			return
+		}
+		got, err := open(recordVersion, key, out)
+		if err != nil || !bytes.Equal(got, old) {
+			t.Fatalf("resealed %x: body %x, %v; want %x", raw, got, err, old)
 		}
 	})
 }

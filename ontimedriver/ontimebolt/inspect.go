@@ -29,14 +29,14 @@ func (d *Driver) CountDue(ctx context.Context, topic string, bounds []time.Time)
 	var counts []int64
 	err := d.view(func(tx *bbolt.Tx) error {
 		counts = make([]int64, len(bounds)+1)
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		var seen int64
 		i := 0 // the count the next key goes to
-		c := tb.queue.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		c := tb.claimCursor()
+		for k := c.first(); k != nil; k = c.next() {
 			ts, _, ok := splitKey(k)
 			if !ok {
 				continue
@@ -53,7 +53,11 @@ func (d *Driver) CountDue(ctx context.Context, topic string, bounds []time.Time)
 				return ctx.Err()
 			}
 		}
-		counts[len(us)] = max(tb.counter(keyCount)-seen, 0)
+		n, _, err := tb.counts()
+		if err != nil {
+			return err
+		}
+		counts[len(us)] = max(n-seen, 0)
 		return nil
 	})
 	if err != nil {
@@ -72,13 +76,9 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 	)
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		due, result, w = 0, nil, wake{}
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			result = ontimedriver.ErrNotFound
-			return nil
 		}
 		rec, found, err := tb.getTimer(id)
 		switch {

@@ -1,6 +1,7 @@
 package ontimebolt
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -10,33 +11,108 @@ import (
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-// On-disk layout (see the package documentation for the whole picture).
+// On-disk layout, format 2 (see the package documentation for the whole
+// picture). Every bucket is store-wide: a topic is a key prefix, not a
+// bucket, so a topic without timers and dead letters has nothing in the
+// file, and Open reads no per-topic structure.
 //
 //	ontime                      bucket: format marker
-//	  format = "ontimebolt/1"
-//	topics                      bucket: one nested bucket per topic
-//	  <topic>                   bucket; its sequence numbers lease tokens
-//	    n = count of timers     8 bytes big-endian
-//	    d = count of dead       8 bytes big-endian
-//	    t  id -> timer record
-//	    q  ts(claimable) id -> ""   claim order: due time, or lease deadline while leased
-//	    l  ts(lease deadline) id -> ""   leased timers only (counts live leases)
-//	    x  id -> dead record
-//	    y  ts(died) id -> ""    dead letters in order of death
+//	  format = "ontimebolt/2"
+//	m  topic -> counts          topics that hold a timer or a dead letter
+//	t  key(id, topic) -> timer record; its sequence numbers lease tokens
+//	u  key(id, topic) -> timer record, far part (see below)
+//	q  tp(topic) ts(claimable) id -> ""   the claim index: due time, or lease deadline while leased
+//	f  tp(topic) ts(claimable) id -> ""   the claim index, far part (see below)
+//	l  tp(topic) ts(lease deadline) id -> ""   leased timers only
+//	x  tp(topic) id -> dead record
+//	y  tp(topic) ts(died) id -> ""   dead letters in order of death
+//
+// tp(topic) is the topic's length as a uvarint, then the topic, so that no
+// topic's keys are a prefix of another's, whatever the bytes. A timer's
+// key puts the id first (its length as a uvarint, the id, then the topic):
+// ids made by the library are UUIDv7, time-ordered, so the records written
+// and settled at one time are in a few pages whatever the topics, and a
+// store with many timers due later writes about as many pages per commit
+// as an empty one.
+//
+// # Near and far
+//
+// The timers are split in two by the instant they become claimable: a
+// timer claimable before the driver's near mark (Driver.near, one to two
+// minutes ahead of the clock) has its record in t and its claim index
+// entry in q, a later one in u and f, with the same keys. The promoter
+// (promote.go) moves timers from u and f to t and q as the mark advances.
+// Readers look in both (Get and the fenced calls look a record up in t,
+// then u; Claim, List, CountDue and a topic's head merge q and f), so
+// where a timer is never matters for what is read, only for what a commit
+// writes: the commits of the timers due now touch t and q, which hold the
+// next minutes' timers of every topic, a few pages for a hundred topics,
+// and not u and f, where a million timers due next year make trees three
+// or four pages deep and keep each topic's head in a page of its own.
+//
+// Format 1 ("ontimebolt/1") kept a bucket per topic, never deleted; Open
+// migrates it (migrate.go).
 var (
-	bucketMeta   = []byte("ontime")
-	bucketTopics = []byte("topics")
-	keyFormat    = []byte("format")
-	formatV1     = []byte("ontimebolt/1")
+	bucketMeta = []byte("ontime")
+	keyFormat  = []byte("format")
+	formatV2   = []byte("ontimebolt/2")
 
-	bucketTimers  = []byte("t")
-	bucketQueue   = []byte("q")
-	bucketLeases  = []byte("l")
-	bucketDead    = []byte("x")
-	bucketDeadIdx = []byte("y")
-	keyCount      = []byte("n")
-	keyDeadCount  = []byte("d")
+	bucketTopicMeta = []byte("m")
+	bucketTimers    = []byte("t")
+	bucketFarTimers = []byte("u")
+	bucketQueue     = []byte("q")
+	bucketFuture    = []byte("f")
+	bucketLeases    = []byte("l")
+	bucketDead      = []byte("x")
+	bucketDeadIdx   = []byte("y")
+
+	dataBuckets = [][]byte{bucketTopicMeta, bucketTimers, bucketFarTimers, bucketQueue, bucketFuture, bucketLeases, bucketDead, bucketDeadIdx}
 )
+
+// topicPrefix is tp(topic): the prefix of the topic's keys in q, l, x and
+// y.
+func topicPrefix(topic string) []byte {
+	p := make([]byte, 0, binary.MaxVarintLen64+len(topic))
+	p = binary.AppendUvarint(p, uint64(len(topic)))
+	return append(p, topic...)
+}
+
+// splitTopic splits a key of q, f, l, x or y into its topic and the rest.
+func splitTopic(k []byte) (topic, rest []byte, ok bool) { return splitLengthPrefixed(k) }
+
+// splitLengthPrefixed splits k into the part its leading uvarint length
+// names and what follows.
+func splitLengthPrefixed(k []byte) (head, rest []byte, ok bool) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || n > uint64(len(k)-w) {
+		return nil, nil, false
+	}
+	return k[w : w+int(n)], k[w+int(n):], true
+}
+
+// timerKey is a timer record's key in t: the id first, then the topic.
+func timerKey(topic, id string) []byte {
+	k := make([]byte, 0, binary.MaxVarintLen64+len(id)+len(topic))
+	k = binary.AppendUvarint(k, uint64(len(id)))
+	k = append(k, id...)
+	return append(k, topic...)
+}
+
+// splitTimerKey returns the id and the topic of a key of t or u.
+func splitTimerKey(k []byte) (id, topic []byte, ok bool) { return splitLengthPrefixed(k) }
+
+// prefixEnd returns the smallest key greater than every key that starts
+// with p, or nil when there is none (p is all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
 
 // Times are stored as Unix microseconds. The bounds keep every conversion
 // free of overflow (about ±292,000 years).
@@ -83,26 +159,32 @@ func addMicros(now time.Time, d time.Duration) int64 {
 // fromMicros is the inverse of the conversions above.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us) }
 
-// Index keys are 8 bytes of time followed by the id. The time is the int64
-// with its sign bit flipped, big-endian, so that byte order is time order
-// (also before 1970).
+// Index keys (q, l, y) are the topic's prefix, then 8 bytes of time, then
+// the id. The time is the int64 with its sign bit flipped, big-endian, so
+// that byte order is time order (also before 1970). Within a topic the
+// part after the prefix (time and id) is what cursors hold.
 const tsLen = 8
 
-func indexKey(us int64, id string) []byte {
-	k := make([]byte, tsLen+len(id))
-	binary.BigEndian.PutUint64(k, uint64(us)^(1<<63))
-	copy(k[tsLen:], id)
+// indexKey is the index key of id at instant us in the topic whose prefix
+// is prefix.
+func indexKey(prefix []byte, us int64, id string) []byte {
+	k := make([]byte, len(prefix)+tsLen+len(id))
+	n := copy(k, prefix)
+	binary.BigEndian.PutUint64(k[n:], uint64(us)^(1<<63))
+	copy(k[n+tsLen:], id)
 	return k
 }
 
-// tsKey is the smallest index key at instant us.
-func tsKey(us int64) []byte {
-	k := make([]byte, tsLen)
-	binary.BigEndian.PutUint64(k, uint64(us)^(1<<63))
+// tsKey is the smallest index key of the topic at instant us.
+func tsKey(prefix []byte, us int64) []byte {
+	k := make([]byte, len(prefix)+tsLen)
+	n := copy(k, prefix)
+	binary.BigEndian.PutUint64(k[n:], uint64(us)^(1<<63))
 	return k
 }
 
-// splitKey returns the time and the id of an index key.
+// splitKey returns the time and the id of the part of an index key after
+// the topic's prefix.
 func splitKey(k []byte) (us int64, id []byte, ok bool) {
 	if len(k) <= tsLen {
 		return 0, nil, false
@@ -110,7 +192,9 @@ func splitKey(k []byte) (us int64, id []byte, ok bool) {
 	return int64(binary.BigEndian.Uint64(k) ^ (1 << 63)), k[tsLen:], true
 }
 
-// Cursors are the last index key of a page, versioned and base64url encoded.
+// Cursors are the last index key of a page without the topic's prefix
+// (time and id), versioned and base64url encoded. Format 1 wrote the same,
+// so a cursor handed out before an upgrade goes on working.
 const cursorVersion = 1
 
 func encodeCursor(key []byte) string {

@@ -28,31 +28,82 @@ import (
 // Open fsyncs the directory that holds the file before it returns (see
 // Durability in the package documentation), and fails if it cannot. It does
 // not create missing directories.
+//
+// A file of the first layout is migrated (see Layout in the package
+// documentation); the leases of a previous process are dropped; a
+// half-written copy that a Compact which did not finish left next to the
+// file is deleted. Its cost grows with the topics that hold timers, not
+// with the file's size or history, when the file was closed cleanly;
+// after a crash in the middle of writing it reads the whole file once (see
+// Options.NoFreelistSync).
 func Open(path string, opts *Options) (*Driver, error) {
 	o := opts.withDefaults()
-	start := time.Now()
-	if err := precheck(path, o.LockTimeout, o.CheckOnOpen); err != nil {
-		return nil, err
-	}
-	// The lock was free a moment ago; give bbolt what is left of the wait.
-	timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
-	db, err := openBolt(path, o.FileMode, timeout, o.NoFreelistSync)
+	d, err := openStore(path, &o)
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{
-		path:       path,
-		db:         db,
-		log:        o.Logger,
-		maxBatch:   o.MaxBatch,
-		reqs:       make(chan *request),
-		quit:       make(chan struct{}),
-		writerDone: make(chan struct{}),
-		subs:       make(map[string]map[*subscription]struct{}),
-		topicSubs:  make(map[*topicSubscription]struct{}),
-		idx:        newTopicIndex(),
+	go d.writer()
+	go d.promoter(o.nearHorizon)
+	if sp, err := d.Space(); err == nil && sp.Free > sp.File/2 && sp.Free > o.compactHint {
+		d.log.Info("ontimebolt: more than half of the store file is free space; the store reuses it, and ontimebolt.Compact (`ontime compact`) gives it back to the file system while the store is closed",
+			"path", path, "file_bytes", sp.File, "free_bytes", sp.Free)
 	}
-	if err := d.initLayout(); err != nil {
+	return d, nil
+}
+
+// defaultCompactHint is the free space from which Open suggests
+// compacting (when it is also more than half the file).
+const defaultCompactHint = 64 << 20
+
+// openStore opens the file as Open does, without starting the writer and the
+// promoter (Compact copies the file with nothing writing it).
+func openStore(path string, o *Options) (*Driver, error) {
+	start := time.Now()
+	var db *bbolt.DB
+	for attempt := 0; ; attempt++ {
+		if err := precheck(path, o.LockTimeout, o.CheckOnOpen); err != nil {
+			return nil, err
+		}
+		// The lock was free a moment ago; give bbolt what is left of the wait.
+		timeout := max(o.LockTimeout-time.Since(start), time.Nanosecond)
+		var (
+			file *os.File
+			err  error
+		)
+		db, file, err = openBolt(path, o.FileMode, timeout)
+		if err != nil {
+			return nil, err
+		}
+		// Compact replaces the file by renaming a new one over it while
+		// it holds the old one's lock: a process that waited for that
+		// lock holds a file no name leads to any more. Open the new one.
+		if replaced(path, file) && attempt < 10 {
+			_ = db.Close()
+			continue
+		}
+		break
+	}
+	removeStaleCompaction(path, o.Logger)
+	d := &Driver{
+		path:         path,
+		db:           db,
+		log:          o.Logger,
+		maxBatch:     o.MaxBatch,
+		reqs:         make(chan *request),
+		quit:         make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		promoterDone: make(chan struct{}),
+		subs:         make(map[string]map[*subscription]struct{}),
+		topicSubs:    make(map[*topicSubscription]struct{}),
+		idx:          newTopicIndex(),
+
+		keepFreelist: !o.NoFreelistSync,
+		freelistIdle: o.freelistIdle,
+	}
+	// Claim index entries for the next horizon go to q from the start; the
+	// promoter, started below, moves f's entries for it there.
+	d.near.Store(floorMicros(time.Now()) + o.nearHorizon.Microseconds())
+	if err := d.initLayout(o); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -74,8 +125,17 @@ func Open(path string, opts *Options) (*Driver, error) {
 			return nil, err
 		}
 	}
-	go d.writer()
 	return d, nil
+}
+
+// replaced reports whether the name path no longer leads to file.
+func replaced(path string, file *os.File) bool {
+	fi, err := file.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && !os.SameFile(fi, pi)
 }
 
 // syncParent fsyncs the directory that holds the store file, so that the
@@ -103,14 +163,19 @@ func syncParent(path string, sync func(dir string) error) error {
 // openBolt opens the bbolt database. bbolt reads the free list at open and
 // can panic (or fault) on a damaged one; that becomes an error, and the file
 // handle bbolt opened is closed so the lock is not left behind.
-func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSync bool) (db *bbolt.DB, err error) {
-	var file *os.File
+func openBolt(path string, mode fs.FileMode, timeout time.Duration) (db *bbolt.DB, file *os.File, err error) {
 	bo := &bbolt.Options{
-		Timeout:        timeout,
-		FreelistType:   bbolt.FreelistMapType,
-		NoFreelistSync: noFreelistSync,
+		Timeout:      timeout,
+		FreelistType: bbolt.FreelistMapType,
+		// Commits never write the free list (freelist.go); bbolt reads
+		// one that a Close wrote, and rebuilds it from the pages when
+		// there is none.
+		NoFreelistSync: true,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
+			if err == nil {
+				noReadahead(f)
+			}
 			file = f
 			return f, err
 		},
@@ -121,23 +186,23 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSy
 			if file != nil {
 				_ = file.Close()
 			}
-			db, err = nil, corruptError(path, "opening the file failed: %v", r)
+			db, file, err = nil, nil, corruptError(path, "opening the file failed: %v", r)
 		}
 	}()
 	db, err = bbolt.Open(path, mode, bo)
 	switch {
 	case err == nil:
-		return db, nil
+		return db, file, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
+		return nil, nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, timeout)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return nil, fmt.Errorf("ontimebolt: open %s: %w", path, err)
+	return nil, nil, fmt.Errorf("ontimebolt: open %s: %w", path, err)
 }
 
 // precheck validates an existing file before bbolt maps it: bbolt trusts
@@ -145,8 +210,9 @@ func openBolt(path string, mode fs.FileMode, timeout time.Duration, noFreelistSy
 // file, which no recover can catch. It first waits for the lock, so that it
 // never reads a header another process is writing.
 //
-// With deep set it also checks every page (Options.CheckOnOpen). It does so
-// anyway when the file has no stored free list: bbolt then rebuilds it by
+// It always checks the root page and the buckets inlined in it
+// (checkRoot). With deep set it checks every page (Options.CheckOnOpen). It
+// does so anyway when the file has no stored free list: bbolt then rebuilds it by
 // walking every page, and that walk panics on a goroutine of its own (so no
 // recover can catch it) at the first damaged page.
 func precheck(path string, timeout time.Duration, deep bool) error {
@@ -162,6 +228,7 @@ func precheck(path string, timeout time.Duration, deep bool) error {
 		return fmt.Errorf("ontimebolt: open %s: %w", path, err)
 	}
 	defer f.Close()
+	noReadahead(f)
 	unlock, err := lockFile(f, timeout)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
@@ -178,8 +245,11 @@ func precheck(path string, timeout time.Duration, deep bool) error {
 		return fmt.Errorf("ontimebolt: open %s: is a directory", path)
 	}
 	m, err := checkHeader(f, path, info.Size())
-	if err != nil || m == nil || (!deep && m.freelist != noFreelistPgid) {
+	if err != nil || m == nil {
 		return err
+	}
+	if !deep && m.freelist != noFreelistPgid {
+		return checkRoot(f, path, *m)
 	}
 	return checkPages(f, path, *m)
 }
@@ -292,11 +362,11 @@ func checkHeader(f io.ReaderAt, path string, size int64) (*boltMeta, error) {
 	return &m, nil
 }
 
-// initLayout creates the store's buckets in a new file, or checks them in
-// an existing one: the format marker, and every topic's buckets. This read
-// also touches the pages a damaged file most often breaks first.
-func (d *Driver) initLayout() error {
-	var ready bool
+// initLayout creates the store's buckets in a new file, checks them in an
+// existing one, or migrates a file of format 1 (migrate.go). It reads no
+// per-topic structure: its cost does not grow with the topics.
+func (d *Driver) initLayout(o *Options) error {
+	var format []byte
 	err := d.view(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -310,39 +380,37 @@ func (d *Driver) initLayout() error {
 			}
 			return nil
 		}
-		if f := meta.Get(keyFormat); !bytes.Equal(f, formatV1) {
-			return corruptError(d.path, "unknown store format %q (this version reads %q)", f, formatV1)
+		format = bytes.Clone(meta.Get(keyFormat))
+		switch {
+		case bytes.Equal(format, formatV2):
+			_, err := dataBucketsOf(tx, d.path, d.near.Load())
+			return err
+		case bytes.Equal(format, formatV1), bytes.Equal(format, formatMigrating):
+			if tx.Bucket(bucketV1Topics) == nil {
+				return corruptError(d.path, "bucket %q is missing", bucketV1Topics)
+			}
+			return nil
 		}
-		topics := tx.Bucket(bucketTopics)
-		if topics == nil {
-			return corruptError(d.path, "bucket %q is missing", bucketTopics)
-		}
-		err := topics.ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
+		return corruptError(d.path, "unknown store format %q (this version reads %q and %q)", format, formatV2, formatV1)
+	})
+	switch {
+	case err != nil:
+		return err
+	case format == nil:
+		return d.update(func(tx *bbolt.Tx) error {
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 			if err != nil {
 				return err
 			}
-			tb.counter(keyCount)
-			tb.counter(keyDeadCount)
-			return nil
+			if err := meta.Put(keyFormat, formatV2); err != nil {
+				return err
+			}
+			return createDataBuckets(tx)
 		})
-		ready = err == nil
-		return err
-	})
-	if err != nil || ready {
-		return err
+	case !bytes.Equal(format, formatV2):
+		return d.migrate(o)
 	}
-	return d.update(func(tx *bbolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if err := meta.Put(keyFormat, formatV1); err != nil {
-			return err
-		}
-		_, err = tx.CreateBucketIfNotExists(bucketTopics)
-		return err
-	})
+	return nil
 }
 
 // dropLeases ends every lease found in the file at Open. Only one process
@@ -354,62 +422,62 @@ func (d *Driver) initLayout() error {
 // claim counted, so a timer whose handler crashed the process still moves
 // towards MaxAttempts. A file without leases is not written.
 func (d *Driver) dropLeases() error {
-	var topics []string
+	var any bool
 	err := d.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
-			tb, err := lookupTopic(tx, d.path, string(name))
-			if err != nil {
-				return err
-			}
-			if k, _ := tb.leases.Cursor().First(); k != nil {
-				topics = append(topics, string(name))
-			}
-			return nil
-		})
+		s, err := dataBucketsOf(tx, d.path, d.near.Load())
+		if err != nil {
+			return err
+		}
+		k, _ := s.leases.Cursor().First()
+		any = k != nil
+		return nil
 	})
-	if err != nil || len(topics) == 0 {
+	if err != nil || !any {
 		return err
 	}
 	dropped := 0
 	err = d.update(func(tx *bbolt.Tx) error {
 		dropped = 0
-		for _, topic := range topics {
-			tb, err := lookupTopic(tx, d.path, topic)
-			if err != nil {
+		s, err := dataBucketsOf(tx, d.path, d.near.Load())
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		c := s.leases.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := s.leases.Delete(k); err != nil {
 				return err
 			}
-			var keys [][]byte
-			c := tb.leases.Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				keys = append(keys, bytes.Clone(k))
+			topic, rest, ok := splitTopic(k)
+			if !ok {
+				continue
 			}
-			for _, k := range keys {
-				_, idb, ok := splitKey(k)
-				if !ok {
-					if err := tb.leases.Delete(k); err != nil {
-						return err
-					}
-					continue
-				}
-				id := string(idb)
-				rec, found, err := tb.getTimer(id)
-				if !found || err != nil || !rec.leased() {
-					// A stale entry, or a damaged record (Claim moves
-					// that to the dead letters later): drop the entry.
-					if err := tb.leases.Delete(k); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := tb.unindex(id, &rec); err != nil {
-					return err
-				}
-				rec.token, rec.leaseUntil = 0, 0
-				if err := tb.putTimer(id, &rec); err != nil {
-					return err
-				}
-				dropped++
+			_, idb, ok := splitKey(rest)
+			if !ok {
+				continue
 			}
+			tb := s.topic(d.path, string(topic))
+			id := string(idb)
+			rec, found, err := tb.getTimer(id)
+			if !found || err != nil || !rec.leased() {
+				// A stale entry (now deleted), or a damaged record
+				// (Claim moves that to the dead letters later).
+				continue
+			}
+			if err := tb.deleteClaimable(tb.idx(rec.claimable(), id)); err != nil {
+				return err
+			}
+			if err := tb.leases.Delete(tb.idx(rec.leaseUntil, id)); err != nil {
+				return err
+			}
+			rec.token, rec.leaseUntil = 0, 0
+			if err := tb.putTimer(id, &rec); err != nil {
+				return err
+			}
+			dropped++
 		}
 		return nil
 	})

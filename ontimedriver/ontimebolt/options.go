@@ -27,15 +27,18 @@ type Options struct {
 	// Default false.
 	CheckOnOpen bool
 
-	// NoFreelistSync skips writing bbolt's free-page list at every commit,
-	// so each commit writes a little less. The cost is at Open, which then
-	// reads every page of the file to rebuild the list (and checks those
-	// pages first, as CheckOnOpen does, since bbolt's rebuild cannot survive
-	// a damaged page): about 0.7 s for 1M timers (350 MB) on the reference
-	// machine, against about 1 ms with the list stored. The write gain was
-	// within the noise of this project's benchmarks, so it is off by
-	// default. Files written with either setting open with either.
-	// Default false.
+	// NoFreelistSync: never write bbolt's free-page list, so that every
+	// Open rebuilds it. By default (false) the list is written when the
+	// store is closed and after a second without writes, never by the
+	// commits of write calls: a commit that wrote it would write (and
+	// sort) every free page's number, which after mass deletes is
+	// hundreds of kilobytes per commit (see "Space" in the package
+	// documentation). Open reads a written list in about a millisecond;
+	// without one (NoFreelistSync, or a process that ended in the middle
+	// of writing) it rebuilds the list by reading every page of the file,
+	// after checking those pages as CheckOnOpen does (bbolt's rebuild
+	// cannot survive a damaged page). Files written with either setting
+	// open with either. Default false.
 	NoFreelistSync bool
 
 	// MaxBatch caps how many concurrent write calls (Schedule, Claim,
@@ -52,6 +55,33 @@ type Options struct {
 	// syncDir fsyncs the file's directory at Open; tests replace it (see
 	// export_test.go). Default syncDir.
 	syncDir func(dir string) error
+
+	// migrateChunk is how many keys a migration transaction moves (default
+	// migrateChunk); migrateHook, if set, is called before each migration
+	// transaction with the number done so far, and an error from it stops
+	// the migration there, as a crash would. Tests set them.
+	migrateChunk int
+	migrateHook  func(txs int) error
+
+	// nearHorizon is how far ahead of the clock the promoter keeps the
+	// claim index's near mark (promote.go). Default nearHorizon; tests
+	// shorten it.
+	nearHorizon time.Duration
+
+	// freelistIdle is how long the writer waits without writes before it
+	// writes the free-page list. Default defaultFreelistIdle; negative:
+	// only at Close (tests that count pages set it).
+	freelistIdle time.Duration
+
+	// compactHook, if set, is called by Compact with "copy" before it
+	// copies the store and "rename" before it renames the copy (the
+	// tests' crash points).
+	compactHook func(stage string)
+
+	// compactHint is the free space from which Open logs that the file
+	// can be compacted (when it is also more than half the file). Default
+	// defaultCompactHint; tests lower it.
+	compactHint int64
 }
 
 const (
@@ -84,6 +114,18 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.syncDir == nil {
 		out.syncDir = syncDir
+	}
+	if out.compactHint <= 0 {
+		out.compactHint = defaultCompactHint
+	}
+	if out.nearHorizon <= 0 {
+		out.nearHorizon = nearHorizon
+	}
+	switch {
+	case out.NoFreelistSync, out.freelistIdle < 0:
+		out.freelistIdle = 0
+	case out.freelistIdle == 0:
+		out.freelistIdle = defaultFreelistIdle
 	}
 	return out
 }

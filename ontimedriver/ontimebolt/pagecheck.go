@@ -55,6 +55,24 @@ type pageChecker struct {
 	pageSize uint64
 	hwm      uint64
 	seen     map[uint64]bool
+	// shallow checks one page and the buckets inlined in it, not the pages
+	// it points to (checkRoot).
+	shallow bool
+}
+
+// checkRoot checks the root page and the buckets inlined in it, at every
+// Open: the store's buckets are top-level, and a small one lives inside the
+// root page. A write transaction copies an inlined bucket's page to the
+// heap before it changes it, where bbolt would follow a damaged element's
+// offset into other memory (which corrupts the heap rather than faulting
+// on the map), so that page must be sound before anything writes. It
+// reads one page.
+func checkRoot(f io.ReaderAt, path string, m boltMeta) error {
+	c := &pageChecker{f: f, pageSize: uint64(m.pageSize), hwm: m.pgid, seen: make(map[uint64]bool), shallow: true}
+	if err := c.tree(m.root, nil, nil, 0); err != nil {
+		return corruptError(path, "root page check: %v", err)
+	}
+	return nil
 }
 
 // page reads page id with its overflow pages and marks them seen.
@@ -148,6 +166,9 @@ func (c *pageChecker) node(buf []byte, lo, hi []byte, depth int) error {
 		at := pageHeaderLen + i*elemLen
 		e := buf[at : at+elemLen]
 		if flags == flagBranch {
+			if c.shallow {
+				continue
+			}
 			childHi := hi
 			if i+1 < count {
 				childHi = keys[i+1]
@@ -169,6 +190,9 @@ func (c *pageChecker) node(buf []byte, lo, hi []byte, depth int) error {
 			return fmt.Errorf("element %d: bucket header too short", i)
 		}
 		if root := le.Uint64(v); root != 0 {
+			if c.shallow {
+				continue
+			}
 			if err := c.tree(root, nil, nil, depth+1); err != nil {
 				return fmt.Errorf("bucket %q: %v", keys[i], err)
 			}

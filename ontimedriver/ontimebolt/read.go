@@ -18,12 +18,9 @@ func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.Timer
 	var info *ontimedriver.TimerInfo
 	err := d.view(func(tx *bbolt.Tx) error {
 		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
-		}
-		if tb == nil {
-			return ontimedriver.ErrNotFound
 		}
 		rec, found, err := tb.getTimer(id)
 		if !found {
@@ -79,13 +76,13 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 	page := &ontimedriver.Page{}
 	err = d.view(func(tx *bbolt.Tx) error {
 		nowUs := floorMicros(time.Now())
-		tb, err := lookupTopic(tx, d.path, topic)
-		if err != nil || tb == nil {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
 			return err
 		}
 		var last []byte
-		c := tb.queue.Cursor()
-		for k := seekAfter(c, after); k != nil; k, _ = c.Next() {
+		c := tb.claimCursor()
+		for k := seekAfter(c, after); k != nil; k = c.next() {
 			ts, idb, ok := splitKey(k)
 			if !ok {
 				continue
@@ -116,16 +113,22 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 	return page, nil
 }
 
-// seekAfter positions c on the first key after the cursor key, or on the
-// first key when there is no cursor.
-func seekAfter(c *bbolt.Cursor, after []byte) []byte {
+// keyCursor is a topicCursor or a claimCursor.
+type keyCursor interface {
+	first() []byte
+	seek(suffix []byte) []byte
+	next() []byte
+}
+
+// seekAfter positions c on the topic's first key after the cursor key, or
+// on its first key when there is no cursor.
+func seekAfter(c keyCursor, after []byte) []byte {
 	if after == nil {
-		k, _ := c.First()
-		return k
+		return c.first()
 	}
-	k, _ := c.Seek(after)
+	k := c.seek(after)
 	if bytes.Equal(k, after) {
-		k, _ = c.Next()
+		k = c.next()
 	}
 	return k
 }
@@ -149,16 +152,20 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 // countIn counts a topic's timers in tx, leases live after nowUs.
 func (d *Driver) countIn(tx *bbolt.Tx, topic string, nowUs int64) (ontimedriver.Counts, error) {
 	var counts ontimedriver.Counts
-	tb, err := lookupTopic(tx, d.path, topic)
-	if err != nil || tb == nil {
+	tb, err := d.lookup(tx, topic)
+	if err != nil {
 		return counts, err
 	}
-	c := tb.leases.Cursor()
-	for k, _ := c.Seek(tsKey(nowUs + 1)); k != nil; k, _ = c.Next() {
+	c := tb.cursor(tb.leases)
+	for k := c.seek(tsKey(nil, nowUs+1)); k != nil; k = c.next() {
 		counts.Leased++
 	}
-	counts.Scheduled = max(tb.counter(keyCount)-counts.Leased, 0)
-	counts.Dead = tb.counter(keyDeadCount)
+	n, dead, err := tb.counts()
+	if err != nil {
+		return counts, err
+	}
+	counts.Scheduled = max(n-counts.Leased, 0)
+	counts.Dead = dead
 	return counts, nil
 }
 
@@ -197,18 +204,18 @@ func (d *Driver) Topics(ctx context.Context) ([]string, error) {
 	var topics []string
 	err := d.view(func(tx *bbolt.Tx) error {
 		topics = []string{}
-		all := tx.Bucket(bucketTopics)
+		all := tx.Bucket(bucketTopicMeta)
 		if all == nil {
-			return corruptError(d.path, "bucket %q is missing", bucketTopics)
+			return corruptError(d.path, "bucket %q is missing", bucketTopicMeta)
 		}
-		// bbolt keeps keys in byte order, which for topic names (ASCII) is
-		// sorted order.
-		return all.ForEachBucket(func(name []byte) error {
-			tb, err := bindTopic(d.path, string(name), all.Bucket(name))
+		// m holds exactly the topics with a timer or a dead letter, in byte
+		// order, which for topic names (ASCII) is sorted order.
+		return all.ForEach(func(name, v []byte) error {
+			n, dead, err := decodeCounts(v)
 			if err != nil {
-				return err
+				return corruptError(d.path, "topic %q: counts: %v", name, err)
 			}
-			if tb.counter(keyCount) > 0 || tb.counter(keyDeadCount) > 0 {
+			if n > 0 || dead > 0 {
 				topics = append(topics, string(name))
 			}
 			return nil

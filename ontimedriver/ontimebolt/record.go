@@ -11,14 +11,16 @@ import (
 // Records are versioned and checksummed, so that a flipped byte on disk is
 // reported instead of handed to a worker:
 //
-//	[0]    version (1)
-//	[1:5]  CRC-32C (Castagnoli), little-endian, over the id and bytes [5:]
+//	[0]    version (2)
+//	[1:5]  CRC-32C (Castagnoli), little-endian, over the record's key and bytes [5:]
 //	[5:]   fields as varints and length-prefixed strings; the payload last
 //
-// The id is covered by the checksum (it is not stored twice) so a record
-// found under the wrong key is caught too.
+// The key (which holds the id and the topic) is covered by the checksum
+// rather than stored twice, so a record found under the wrong key, or the
+// wrong topic's, is caught too. Version 1 (format 1) covered the id only;
+// the migration reads it (see migrate.go).
 const (
-	recordVersion = 1
+	recordVersion = 2
 	headerLen     = 5
 	maxErrorLen   = 1024
 )
@@ -57,32 +59,36 @@ type deadRecord struct {
 	payload []byte
 }
 
-func checksum(id string, body []byte) uint32 {
-	return crc32.Update(crc32.Update(0, castagnoli, []byte(id)), castagnoli, body)
+func checksum(key, body []byte) uint32 {
+	return crc32.Update(crc32.Update(0, castagnoli, key), castagnoli, body)
 }
 
-// seal fills the header of b, whose body starts at headerLen.
-func seal(id string, b []byte) []byte {
+// seal fills the header of b, whose body starts at headerLen, for a
+// record stored under key.
+func seal(key, b []byte) []byte {
 	b[0] = recordVersion
-	binary.LittleEndian.PutUint32(b[1:headerLen], checksum(id, b[headerLen:]))
+	binary.LittleEndian.PutUint32(b[1:headerLen], checksum(key, b[headerLen:]))
 	return b
 }
 
-// open checks the header of a stored value and returns its body.
-func open(id string, b []byte) ([]byte, error) {
+// open checks the header of a value stored under key (version is the
+// record version the layout writes; domain what its checksum covers) and
+// returns its body.
+func open(version byte, domain, b []byte) ([]byte, error) {
 	if len(b) < headerLen {
 		return nil, errBadRecord
 	}
-	if b[0] != recordVersion {
+	if b[0] != version {
 		return nil, errors.New("unknown record version " + strconv.Itoa(int(b[0])))
 	}
-	if binary.LittleEndian.Uint32(b[1:headerLen]) != checksum(id, b[headerLen:]) {
+	if binary.LittleEndian.Uint32(b[1:headerLen]) != checksum(domain, b[headerLen:]) {
 		return nil, errors.New("checksum mismatch")
 	}
 	return b[headerLen:], nil
 }
 
-func (r *record) encode(id string) []byte {
+// encode returns the record as stored under key.
+func (r *record) encode(key []byte) []byte {
 	b := make([]byte, headerLen, headerLen+4*binary.MaxVarintLen64+len(r.lastError)+len(r.payload))
 	b = binary.AppendVarint(b, r.due)
 	b = binary.AppendUvarint(b, r.token)
@@ -92,15 +98,20 @@ func (r *record) encode(id string) []byte {
 	b = binary.AppendUvarint(b, r.attempt)
 	b = appendString(b, r.lastError)
 	b = append(b, r.payload...)
-	return seal(id, b)
+	return seal(key, b)
 }
 
-func decodeRecord(id string, b []byte) (record, error) {
-	var r record
-	body, err := open(id, b)
+// decodeRecord decodes a timer record stored under key.
+func decodeRecord(key, b []byte) (record, error) {
+	body, err := open(recordVersion, key, b)
 	if err != nil {
-		return r, err
+		return record{}, err
 	}
+	return decodeRecordBody(body)
+}
+
+func decodeRecordBody(body []byte) (record, error) {
+	var r record
 	d := decoder{b: body}
 	r.due = d.varint()
 	r.token = d.uvarint()
@@ -113,7 +124,8 @@ func decodeRecord(id string, b []byte) (record, error) {
 	return r, d.err
 }
 
-func (r *deadRecord) encode(id string) []byte {
+// encode returns the dead record as stored under key.
+func (r *deadRecord) encode(key []byte) []byte {
 	b := make([]byte, headerLen, headerLen+5*binary.MaxVarintLen64+len(r.reason)+len(r.errText)+len(r.payload))
 	b = binary.AppendVarint(b, r.due)
 	b = binary.AppendVarint(b, r.diedAt)
@@ -121,15 +133,20 @@ func (r *deadRecord) encode(id string) []byte {
 	b = appendString(b, r.reason)
 	b = appendString(b, r.errText)
 	b = append(b, r.payload...)
-	return seal(id, b)
+	return seal(key, b)
 }
 
-func decodeDead(id string, b []byte) (deadRecord, error) {
-	var r deadRecord
-	body, err := open(id, b)
+// decodeDead decodes a dead record stored under key.
+func decodeDead(key, b []byte) (deadRecord, error) {
+	body, err := open(recordVersion, key, b)
 	if err != nil {
-		return r, err
+		return deadRecord{}, err
 	}
+	return decodeDeadBody(body)
+}
+
+func decodeDeadBody(body []byte) (deadRecord, error) {
+	var r deadRecord
 	d := decoder{b: body}
 	r.due = d.varint()
 	r.diedAt = d.varint()
@@ -210,9 +227,10 @@ func truncateError(s string) string {
 	return s[:cut]
 }
 
-// Lease tokens are the topic bucket's sequence number in base 36. The
-// sequence only grows and topic buckets are never deleted, so a token is
-// never handed out twice for a topic in the life of the file.
+// Lease tokens are the t bucket's sequence number in base 36. The sequence
+// only grows (the migration from format 1 starts it above every topic's
+// sequence there), so a token is never handed out twice in the life of the
+// file.
 func formatToken(seq uint64) string { return strconv.FormatUint(seq, 36) }
 
 // parseToken accepts exactly the strings formatToken makes: another

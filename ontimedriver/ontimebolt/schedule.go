@@ -23,6 +23,9 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		return []ontimedriver.ScheduleResult{}, ctx.Err()
 	}
 	for _, t := range timers {
+		if t.ID == "" {
+			return nil, fmt.Errorf("%w: a timer has an empty id", ontimedriver.ErrInvalid)
+		}
 		if t.Delay < 0 {
 			return nil, fmt.Errorf("%w: timer %q has negative delay %v", ontimedriver.ErrInvalid, t.ID, t.Delay)
 		}
@@ -34,7 +37,7 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	}
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		results = make([]ontimedriver.ScheduleResult, len(timers))
-		tb, err := createTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
@@ -87,27 +90,16 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	var result error
 	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
 		result = nil
-		tb, err := lookupTopic(tx, d.path, topic)
+		tb, err := d.lookup(tx, topic)
 		if err != nil {
 			return err
 		}
-		if tb == nil {
-			result = ontimedriver.ErrNotFound
-			return nil
+		found, err := tb.cancel(id)
+		if err != nil {
+			return err
 		}
-		rec, found, err := tb.getTimer(id)
-		switch {
-		case !found:
+		if !found {
 			result = ontimedriver.ErrNotFound
-			return nil
-		case err != nil:
-			if err := tb.removeDamagedTimer(id); err != nil {
-				return err
-			}
-		default:
-			if err := tb.removeTimer(id, &rec); err != nil {
-				return err
-			}
 		}
 		return tb.flush()
 	})
@@ -115,4 +107,51 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 		return err
 	}
 	return result
+}
+
+// CancelBatch deletes the scheduled or leased timers ids names, in one
+// transaction: all of them or, when the call fails, none. Each id's slot
+// is nil or ontimedriver.ErrNotFound. See ontimedriver.Driver.
+func (d *Driver) CancelBatch(ctx context.Context, topic string, ids []string) ([]error, error) {
+	if len(ids) == 0 {
+		if d.closed.Load() {
+			return nil, ontimedriver.ErrClosed
+		}
+		return []error{}, nil
+	}
+	var results []error
+	err := d.write(ctx, topic, func(tx *bbolt.Tx) error {
+		results = make([]error, len(ids))
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			found, err := tb.cancel(id)
+			if err != nil {
+				return err
+			}
+			if !found {
+				results[i] = ontimedriver.ErrNotFound
+			}
+		}
+		return tb.flush()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// cancel deletes a scheduled or leased timer (a damaged one too) and
+// reports whether there was one.
+func (tb *topicBuckets) cancel(id string) (found bool, err error) {
+	rec, found, err := tb.getTimer(id)
+	switch {
+	case !found:
+		return false, nil
+	case err != nil:
+		return true, tb.removeDamagedTimer(id)
+	}
+	return true, tb.removeTimer(id, &rec)
 }

@@ -1,6 +1,7 @@
 package ontimebolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -81,6 +82,38 @@ func (x *topicIndex) apply(ups []headUpdate) {
 		} else {
 			x.remove(u.topic)
 		}
+	}
+}
+
+// load fills an empty index with the heads of the topics that have
+// timers (Open), building the heap at once (O(n)); on an index that is not
+// empty it is apply.
+func (x *topicIndex) load(ups []headUpdate) {
+	x.mu.Lock()
+	if len(x.heap) > 0 {
+		x.mu.Unlock()
+		x.apply(ups)
+		return
+	}
+	defer x.mu.Unlock()
+	entries := make([]indexEntry, 0, len(ups))
+	x.heap = make([]*indexEntry, 0, len(ups))
+	x.byTopic = make(map[string]*indexEntry, len(ups))
+	for _, u := range ups {
+		if !u.ok {
+			continue
+		}
+		if e := x.byTopic[u.topic]; e != nil { // a topic given twice: its earlier instant
+			e.at = min(e.at, u.at)
+			continue
+		}
+		entries = append(entries, indexEntry{topic: u.topic, at: u.at, pos: len(x.heap)})
+		e := &entries[len(entries)-1]
+		x.heap = append(x.heap, e)
+		x.byTopic[u.topic] = e
+	}
+	for i := len(x.heap)/2 - 1; i >= 0; i-- {
+		x.down(i)
 	}
 }
 
@@ -221,6 +254,35 @@ func (x *topicIndex) due(now int64, pattern string, limit int) (topics []string,
 	return topics, ats, 0, false
 }
 
+// through returns every topic whose instant is before target, earliest
+// first, walking the heap as due does: its cost grows with the topics it
+// returns, not with the index's size.
+func (x *topicIndex) through(target int64) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := x.heap
+	var topics []string
+	if len(h) == 0 {
+		return topics
+	}
+	f := frontier{h: h, pos: make([]int, 0, 16)}
+	f.push(0)
+	for len(f.pos) > 0 {
+		i := f.pop()
+		if h[i].at >= target {
+			break
+		}
+		topics = append(topics, h[i].topic)
+		if c := 2*i + 1; c < len(h) {
+			f.push(c)
+			if c+1 < len(h) {
+				f.push(c + 1)
+			}
+		}
+	}
+	return topics
+}
+
 // frontier is a min-heap of positions in an entry heap, ordered by their
 // entries.
 type frontier struct {
@@ -329,63 +391,128 @@ func (d *Driver) refreshIndex(topics []string) {
 	d.idx.apply(ups)
 }
 
-// buildIndex fills the index from the file: the first key of every
-// topic's q bucket (no timer record is read). A topic whose q bucket cannot
-// be read (a damaged page) is indexed as due at once, and logged, so that a
-// worker's Claim meets the damage and reports it, and the other topics are
-// served as usual.
+// buildIndex fills the index from the file: the first key of every topic
+// in q and in f, walking the two buckets side by side in topic order and
+// stepping past each topic's other keys (a few Next calls, or one seek
+// past a topic with many), so Open reads no timer record, about one page
+// per topic with timers (fewer when their keys share pages), and nothing
+// of a topic without. A key that does not parse (a damaged page) is
+// logged and skipped; a page that cannot be read fails Open with
+// ErrCorrupt.
 func (d *Driver) buildIndex() error {
 	var (
 		ups     []headUpdate
-		damaged []string
+		damaged int
 	)
 	err := d.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTopics).ForEachBucket(func(name []byte) error {
-			topic := string(name)
-			at, ok, bad := d.readHead(tx, topic)
-			if bad != nil {
-				damaged = append(damaged, topic+": "+bad.Error())
-				at, ok = minMicros, true
+		s, err := dataBucketsOf(tx, d.path, 0)
+		if err != nil {
+			return err
+		}
+		q, f := newHeadCursor(s.queue), newHeadCursor(s.future)
+		for q.k != nil || f.k != nil {
+			c := 0
+			switch {
+			case q.k == nil:
+				c = 1
+			case f.k == nil:
+				c = -1
+			default:
+				c = bytes.Compare(q.prefix, f.prefix)
 			}
-			if ok {
-				ups = append(ups, headUpdate{topic: topic, at: at, ok: true})
+			switch {
+			case c < 0:
+				ups = append(ups, headUpdate{topic: string(q.topic), at: q.at, ok: true})
+				q.nextTopic()
+			case c > 0:
+				ups = append(ups, headUpdate{topic: string(f.topic), at: f.at, ok: true})
+				f.nextTopic()
+			default:
+				ups = append(ups, headUpdate{topic: string(q.topic), at: min(q.at, f.at), ok: true})
+				q.nextTopic()
+				f.nextTopic()
 			}
-			return nil
-		})
+		}
+		damaged = q.damaged + f.damaged
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("ontimebolt: %s: build the topic index: %w", d.path, err)
 	}
-	for _, t := range damaged {
-		d.log.Error("ontimebolt: a topic's claim index cannot be read; the topic index has it due at once",
-			"path", d.path, "topic", t)
+	if damaged > 0 {
+		d.log.Error("ontimebolt: claim index keys that do not parse were skipped; the file is probably damaged (Options.CheckOnOpen checks it)",
+			"path", d.path, "keys", damaged)
 	}
-	d.idx.apply(ups)
+	d.idx.load(ups)
 	return nil
 }
 
-// readHead reads a topic's head (as topicBuckets.head, binding the q bucket
-// only), turning a panic or fault on a damaged page into an error.
+// headCursor walks a claim index bucket topic by topic: k is a topic's
+// first key, with its prefix, topic and instant; nil past the last.
+type headCursor struct {
+	c         *bbolt.Cursor
+	k, prefix []byte
+	topic     []byte
+	at        int64
+	damaged   int
+}
+
+func newHeadCursor(b *bbolt.Bucket) *headCursor {
+	h := &headCursor{c: b.Cursor()}
+	h.k, _ = h.c.First()
+	h.parse()
+	return h
+}
+
+// parse reads the key at k, stepping over keys that do not parse.
+func (h *headCursor) parse() {
+	for h.k != nil {
+		topic, rest, ok := splitTopic(h.k)
+		var at int64
+		if ok {
+			at, _, ok = splitKey(rest)
+		}
+		if ok {
+			h.topic, h.at, h.prefix = topic, at, h.k[:len(h.k)-len(rest)]
+			return
+		}
+		h.damaged++
+		h.k, _ = h.c.Next()
+	}
+}
+
+// nextTopic moves to the next topic's first key: a few steps when the
+// topic has few keys (the usual case with many topics), else one seek
+// past them.
+func (h *headCursor) nextTopic() {
+	prefix := h.prefix
+	for range 4 {
+		if h.k, _ = h.c.Next(); h.k == nil || !bytes.HasPrefix(h.k, prefix) {
+			h.parse()
+			return
+		}
+	}
+	if end := prefixEnd(prefix); end != nil {
+		h.k, _ = h.c.Seek(end)
+	} else {
+		h.k = nil
+	}
+	h.parse()
+}
+
+// readHead reads a topic's head (as topicBuckets.head), turning a panic or
+// fault on a damaged page into an error.
 func (d *Driver) readHead(tx *bbolt.Tx, topic string) (at int64, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("reading the file failed: %v", r)
 		}
 	}()
-	topics := tx.Bucket(bucketTopics)
-	if topics == nil {
-		return 0, false, corruptError(d.path, "bucket %q is missing", bucketTopics)
+	tb, err := d.lookup(tx, topic)
+	if err != nil {
+		return 0, false, err
 	}
-	root := topics.Bucket([]byte(topic))
-	if root == nil {
-		return 0, false, nil
-	}
-	q := root.Bucket(bucketQueue)
-	if q == nil {
-		return 0, false, corruptError(d.path, "topic %q: a bucket is missing", topic)
-	}
-	k, _ := q.Cursor().First()
-	at, _, ok = splitKey(k)
+	at, ok = tb.head()
 	return at, ok, nil
 }
 

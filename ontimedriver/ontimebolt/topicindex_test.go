@@ -359,12 +359,13 @@ func TestTopicIndexRolledBackWrite(t *testing.T) {
 	d, _ := open(t, nil)
 	schedule(t, d, "old", ontimedriver.NewTimer{ID: "a", Delay: time.Hour})
 	before, _ := ontimebolt.Indexed(d, "old")
-	// An empty id makes bbolt refuse the key mid-transaction: the call
-	// fails, and its writes (a new topic, an earlier timer) are rolled back.
+	// An id over bbolt's key limit makes bbolt refuse the key
+	// mid-transaction: the call fails, and its writes (a new topic, an
+	// earlier timer) are rolled back.
 	for _, topic := range []string{"new", "old"} {
-		_, err := d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: "b"}, {ID: ""}}, ontimedriver.Upsert)
+		_, err := d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: "b"}, {ID: unstorableID}}, ontimedriver.Upsert)
 		if err == nil {
-			t.Fatal("Schedule with an empty id succeeded")
+			t.Fatal("Schedule with an unstorable id succeeded")
 		}
 	}
 	if _, ok := ontimebolt.Indexed(d, "new"); ok {
@@ -674,7 +675,7 @@ func TestTopicIndexConcurrent(t *testing.T) {
 				switch rng.IntN(4) {
 				case 0:
 					// Fails mid-transaction: redone without it.
-					_, _ = d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: "z", Delay: time.Nanosecond}, {ID: ""}}, ontimedriver.Upsert)
+					_, _ = d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: "z", Delay: time.Nanosecond}, {ID: unstorableID}}, ontimedriver.Upsert)
 				case 1:
 					c, err := d.Claim(ctx, topic, 2, time.Minute)
 					if err != nil {

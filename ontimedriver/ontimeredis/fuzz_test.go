@@ -60,3 +60,29 @@ func FuzzDecodeCursor(f *testing.F) {
 		}
 	})
 }
+
+// The reply of cancel_batch.lua and compat_cancel_batch.lua: one byte per
+// id. Whatever the reply, cancelResults returns a result per id or an
+// error, never a panic, and reads '1' as deleted and '0' as not found.
+func FuzzCancelResults(f *testing.F) {
+	f.Add("1010", 4)
+	f.Add("", 0)
+	f.Add("12", 2)
+	f.Fuzz(func(t *testing.T, reply string, n int) {
+		if n < 0 || n > 1<<16 {
+			return
+		}
+		out, err := cancelResults(reply, n)
+		if err != nil {
+			return
+		}
+		if len(out) != n || len(reply) != n {
+			t.Fatalf("%d results for %q, n %d", len(out), reply, n)
+		}
+		for i, e := range out {
+			if (reply[i] == '1') != (e == nil) {
+				t.Fatalf("reply %q: result %d is %v", reply, i, e)
+			}
+		}
+	})
+}

@@ -341,6 +341,74 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	return nil
 }
 
+// CancelBatch deletes the scheduled or leased timers ids names, in one
+// script: atomic, one round trip. The compatible layout's script touches
+// only the two keys the Python library writes. See ontimedriver.Driver.
+func (d *Driver) CancelBatch(ctx context.Context, topic string, ids []string) ([]error, error) {
+	if len(ids) == 0 {
+		if d.closed.Load() {
+			return nil, errClosed
+		}
+		return []error{}, nil
+	}
+	k := d.keys(topic)
+	args := make([]any, 0, len(ids)+1)
+	var (
+		res any
+		err error
+	)
+	if d.compat {
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		res, err = d.eval(ctx, sCCancelN, []string{k.due, k.msg}, args...)
+		if err != nil {
+			return nil, err
+		}
+		return cancelResults(replyStr(res), len(ids))
+	}
+	args = append(args, topic)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	res, err = d.eval(ctx, sCancelN, d.withIndex([]string{k.due, k.msg, k.lease}), args...)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != 3 {
+		return nil, errReply
+	}
+	out, err := cancelResults(replyStr(a[0]), len(ids))
+	if err != nil {
+		return nil, err
+	}
+	if replyInt(a[2]) == 1 {
+		// the topic emptied: it leaves the index
+		d.hintAfter(ctx, topic, a[1], hintExact, "")
+	}
+	return out, nil
+}
+
+// cancelResults turns the scripts' string of '1' (deleted) and '0' (none)
+// into CancelBatch's results.
+func cancelResults(s string, n int) ([]error, error) {
+	if len(s) != n {
+		return nil, fmt.Errorf("%w: %d results for %d ids", errReply, len(s), n)
+	}
+	out := make([]error, n)
+	for i := range n {
+		switch s[i] {
+		case '1':
+		case '0':
+			out[i] = ontimedriver.ErrNotFound
+		default:
+			return nil, fmt.Errorf("%w: result %q", errReply, s[i])
+		}
+	}
+	return out, nil
+}
+
 // record is a parsed native record.
 type record struct {
 	attempt int

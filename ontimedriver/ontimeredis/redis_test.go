@@ -802,3 +802,39 @@ func TestTokensPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatCancelBatchWritesOnlyPythonKeys: CancelBatch in the compatible
+// layout deletes as Python's cancel does (ZREM + HDEL of the id) and
+// leaves no key Python does not know.
+func TestCompatCancelBatchWritesOnlyPythonKeys(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	e := newCompat(t, "my-service:")
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := e.client.Publish(ctx, "invoices", "x", ontime.WithID(id), ontime.In(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.d.CancelBatch(ctx, "my-service:invoices", []string{"a", "c", "zz", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0] != nil || res[1] != nil || !errors.Is(res[2], ontimedriver.ErrNotFound) || !errors.Is(res[3], ontimedriver.ErrNotFound) {
+		t.Fatalf("CancelBatch = %v, want nil, nil, ErrNotFound, ErrNotFound", res)
+	}
+	timeline, payloads := e.timeline+":my-service:invoices", e.payloads+":my-service:invoices"
+	if ids, _ := e.rdb.ZRange(ctx, timeline, 0, -1).Result(); !slices.Equal(ids, []string{"b"}) {
+		t.Errorf("timeline holds %v, want [b]", ids)
+	}
+	if ids, _ := e.rdb.HKeys(ctx, payloads).Result(); !slices.Equal(ids, []string{"b"}) {
+		t.Errorf("payloads hold %v, want [b]", ids)
+	}
+	keys, err := redistest.Keys(ctx, e.rdb, strings.TrimSuffix(e.timeline, "timers_timeline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{payloads, timeline}; !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want only %v (no key Python does not know)", keys, want)
+	}
+}
