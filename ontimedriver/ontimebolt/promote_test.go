@@ -15,13 +15,16 @@ import (
 // claims find timers in either.
 func TestPromoter(t *testing.T) {
 	t.Parallel()
-	const horizon = 200 * time.Millisecond
+	// The soon timer is promoted horizon before it is due, and the claim
+	// that must see only "now" runs in that window: a wide horizon keeps the
+	// window wider than a busy machine's pauses (200 ms was not).
+	const horizon = 2 * time.Second
 	o := &ontimebolt.Options{}
 	ontimebolt.SetNearHorizon(o, horizon)
 	d, path := open(t, o)
 	schedule(t, d, "p",
 		ontimedriver.NewTimer{ID: "now"},
-		ontimedriver.NewTimer{ID: "soon", Delay: 10 * horizon},
+		ontimedriver.NewTimer{ID: "soon", Delay: 3 * horizon},
 		ontimedriver.NewTimer{ID: "later", Delay: time.Hour})
 	if near, far := ontimebolt.ClaimIndexSplit(t, d, "p"); near != 1 || far != 2 {
 		t.Fatalf("after Schedule: %d near, %d far; want now near, soon and later far", near, far)
