@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/server"
 )
 
 // bin is the ontime binary the tests run, built once by TestMain.

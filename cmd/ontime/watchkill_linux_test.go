@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // TestWatchKilled: a SIGKILLed `ontime watch` loses nothing. Its standard

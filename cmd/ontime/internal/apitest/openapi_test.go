@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/server"
 )
 
 // TestCheck: the checker (kin-openapi) finds each kind of mismatch between

@@ -16,12 +16,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
-	"github.com/ontime-go/ontime/cmd/ontime/ui"
+	"github.com/ontime-go/ontime/dashboard"
+	"github.com/ontime-go/ontime/internal/activity"
+	"github.com/ontime-go/ontime/internal/server"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimeprom"
 )
@@ -192,7 +192,7 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	}
 	slices.Sort(topics)
 	api := server.New(server.Options{
-		Client: client, Dispatcher: disp, Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
+		Client: client, Dispatcher: disp.API(), Activity: recent, StoreKind: st.Kind, MaxBodyBytes: cfg.MaxBodyBytes,
 		Tokens: cfg.Tokens, RoleTokens: roleTokens(cfg), AllowedHosts: cfg.AllowedHosts, Topics: topics, Logger: log, Done: done,
 		ReadTimeout: cfg.ReadTimeout.D(), MaxInflightBytes: cfg.MaxInflightBytes, MinBodyRate: cfg.MinBodyRate,
 		Metrics: metricsHandler(reg, log),
@@ -278,7 +278,7 @@ func roleTokens(cfg *config.Config) []server.Token {
 // data and need no token; the page sends the user's token with every API
 // call) and everything else with the API.
 func withDashboard(api http.Handler) http.Handler {
-	page := http.StripPrefix("/ui", ui.Handler("/"))
+	page := http.StripPrefix("/ui", dashboard.Handler("/"))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/ui":

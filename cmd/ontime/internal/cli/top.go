@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // snapshot is one reading of the server: its totals and every topic.
@@ -98,7 +98,7 @@ func writeStats(w io.Writer, s *snapshot, server bool) error {
 		fmt.Fprintf(tw, "uptime:\t%s\n", time.Duration(s.stats.UptimeSec)*time.Second)
 		fmt.Fprintf(tw, "delivered:\t%d\n", s.stats.Delivered)
 		fmt.Fprintf(tw, "failed deliveries:\t%d\n", s.stats.Failed)
-		fmt.Fprintf(tw, "workers:\t%d\n", s.stats.Workers)
+		fmt.Fprintf(tw, "workers (topics being delivered):\t%d\n", s.stats.Workers)
 		fmt.Fprintf(tw, "watchers:\t%d\n", s.stats.Watchers)
 	}
 	if err := tw.Flush(); err != nil {

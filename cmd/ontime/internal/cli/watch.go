@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/backoff"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 func newWatchCmd(e *env) *cobra.Command {

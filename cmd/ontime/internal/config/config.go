@@ -15,7 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/kafkadelay"
 	"github.com/ontime-go/ontime/ontimedriver"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/webhook"
 )
 

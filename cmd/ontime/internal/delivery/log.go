@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // LogTarget writes one structured log line per message: the default

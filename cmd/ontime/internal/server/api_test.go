@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/server"
 	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 

@@ -167,10 +167,15 @@ var statusNames = map[string]int{
 // it can answer, with the statuses it is given: errorf(status, "code", …)
 // calls, codes assigned to an apiError (status: 0, kept from the error it
 // changes) and literal JSON error bodies (status 0).
+// serverSource is the directory of the API's source (package
+// github.com/ontime-go/ontime/internal/server) from this test's directory.
+var serverSource = filepath.Join("..", "..", "..", "..", "internal", "server")
+
 func serverCodes(t *testing.T) map[string][]int {
 	t.Helper()
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
+	// The API's source is internal/server of the root module.
+	files, err := filepath.Glob(filepath.Join(serverSource, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // TestTimeline: counts per bucket from the store's index, with before and

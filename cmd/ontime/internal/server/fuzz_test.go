@@ -17,7 +17,7 @@ import (
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/server"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
@@ -58,7 +58,7 @@ func FuzzCreateTimer(f *testing.F) {
 	}
 	done := make(chan struct{})
 	f.Cleanup(func() { close(done) })
-	api := server.New(server.Options{Client: client, Dispatcher: disp, StoreKind: "embedded", MaxBodyBytes: 64 << 10, Logger: log, Done: done})
+	api := server.New(server.Options{Client: client, Dispatcher: disp.API(), StoreKind: "embedded", MaxBodyBytes: 64 << 10, Logger: log, Done: done})
 	ctx := context.Background()
 	var n atomic.Int64
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {

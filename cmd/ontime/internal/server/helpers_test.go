@@ -18,12 +18,12 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
+	"github.com/ontime-go/ontime/internal/activity"
+	"github.com/ontime-go/ontime/internal/server"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -139,7 +139,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	done := make(chan struct{})
 	// The http.Server `ontime serve` runs, on a real loopback listener.
 	opts := server.Options{
-		Client: client, Dispatcher: disp, StoreKind: kind, MaxBodyBytes: o.maxBody,
+		Client: client, Dispatcher: disp.API(), StoreKind: kind, MaxBodyBytes: o.maxBody,
 		Tokens: o.tokens, RoleTokens: o.roleTokens, AllowedHosts: o.allowedHosts, Logger: log, Done: done,
 		ReadTimeout: o.readTimeout, MaxInflightBytes: o.maxInflight, MinBodyRate: o.minBodyRate,
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // concrete fills a path template with topic "t" and id "x".

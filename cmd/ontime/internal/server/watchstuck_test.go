@@ -15,8 +15,8 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // TestStuckWatchers: watchers that stop reading (real TCP clients that

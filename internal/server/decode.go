@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 

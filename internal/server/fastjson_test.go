@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 var fastTimerSeeds = []string{

@@ -1,4 +1,4 @@
-package ui_test
+package dashboard_test
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/ui"
+	"github.com/ontime-go/ontime/dashboard"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
@@ -39,7 +40,7 @@ func get(t *testing.T, url, token string) (*http.Response, string) {
 // asset answers 304, and unknown paths and other methods are refused.
 func TestHandler(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.StripPrefix("/ui", ui.Handler("/")))
+	srv := httptest.NewServer(http.StripPrefix("/ui", dashboard.Handler("/")))
 	defer srv.Close()
 	resp, body := get(t, srv.URL+"/ui/", "")
 	if resp.StatusCode != 200 || !strings.Contains(body, `<meta name="ontime-api" content="/">`) {
@@ -88,7 +89,7 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer drv.Close()
-	act := ui.NewActivity()
+	act := dashboard.NewActivity()
 	client, err := ontime.NewClient(drv, &ontime.Config{Logger: log, Hooks: []any{act}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestNew(t *testing.T) {
 	}()
 
 	mux := http.NewServeMux()
-	mux.Handle("/ontime/", http.StripPrefix("/ontime", ui.New(client, &ui.Options{Tokens: []string{"tok"}, Activity: act, Logger: log})))
+	mux.Handle("/ontime/", http.StripPrefix("/ontime", dashboard.New(client, &dashboard.Options{Tokens: []string{"tok"}, Activity: act, Logger: log})))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -144,5 +145,25 @@ func TestNew(t *testing.T) {
 	}
 	if resp, body := get(t, srv.URL+"/ontime/api/v1/stats", "tok"); resp.StatusCode != 200 || !strings.Contains(body, `"store":"embedded"`) {
 		t.Errorf("stats: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestDependsOnTheLibraryAlone: embedding the dashboard pulls no package of
+// the CLI's module, no Kafka client and no TOML decoder.
+func TestDependsOnTheLibraryAlone(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/ontime-go/ontime/dashboard").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps printed %d packages: %q", len(deps), out)
+	}
+	for _, p := range deps {
+		for _, bad := range []string{"github.com/ontime-go/ontime/cmd/", "github.com/twmb/franz-go", "github.com/BurntSushi/toml", "github.com/ontime-go/ontime/kafkadelay", "github.com/prometheus/"} {
+			if strings.HasPrefix(p, bad) {
+				t.Errorf("the dashboard depends on %s", p)
+			}
+		}
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/activity"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 

@@ -24,9 +24,8 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/activity"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // OpenAPI is the API's OpenAPI 3 document.
@@ -39,7 +38,7 @@ type Options struct {
 	Client *ontime.Client
 	// Dispatcher runs the delivery workers. Nil (the CLI talking straight
 	// to Redis) means no watch endpoint and no worker start on publish.
-	Dispatcher *delivery.Dispatcher
+	Dispatcher Dispatcher
 	// Activity, when set, is the recorder hooked into Client
 	// (Config.Hooks): GET /v1/topics then reports each topic's last
 	// minute.

@@ -266,7 +266,7 @@ function topicsPage() {
         h('div', {class: 'card stats'},
           stat(stats.scheduled, 'scheduled'), stat(stats.leased, 'being delivered'), stat(stats.dead, 'dead letters'),
           stat(stats.topics, 'topics'), stat(stats.delivered, 'delivered since start'), stat(stats.failed, 'failed attempts'),
-          stat(stats.workers, 'workers'), stat(stats.store, 'store')),
+          stat(stats.workers, 'workers', 'Topics this server is delivering now: one delivery worker per topic claims its due timers and hands them to the topic\'s target or watchers.'), stat(stats.store, 'store')),
         topics.length > 0 || filter ? h('div', {class: 'toolbar'},
           h('input', {id: 'filter', placeholder: 'filter topics', value: page.filter, 'aria-label': 'filter topics',
             oninput: (e) => { page.filter = e.target.value; draw(); refresh(); }}),
@@ -289,8 +289,8 @@ function topicsPage() {
   });
 }
 
-function stat(v, label) {
-  return h('div', {class: 'stat'}, h('b', {}, v), h('span', {}, label));
+function stat(v, label, title) {
+  return h('div', title ? {class: 'stat', title: title} : {class: 'stat'}, h('b', {}, v), h('span', {}, label));
 }
 
 const SCALES = {
@@ -514,7 +514,7 @@ async function refresh() {
       current.data = data;
       draw();
       live.className = 'live';
-      live.textContent = 'live · ' + new Date().toLocaleTimeString();
+      live.textContent = 'live · ' + new Date().toISOString().slice(11, 19) + ' UTC';
     } catch (e) {
       if (my !== seq) return;
       live.className = 'live stale';

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // watchWriteTimeout bounds one event write to a slow or vanished client.
@@ -47,17 +46,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	wt, err := s.o.Dispatcher.Watch(topic, delivery.WatchOptions{
+	wt, err := s.o.Dispatcher.Watch(topic, WatchOptions{
 		Confirm: confirm,
 		// Unblock a write to a client that stopped reading: the stream ends.
 		OnEnd: func() { _ = rc.SetWriteDeadline(time.Now()) },
 	})
 	if err != nil {
-		if errors.Is(err, delivery.ErrNotServed) {
+		if errors.Is(err, ErrNotServed) {
 			writeError(w, errorf(http.StatusForbidden, "topic_not_served", "this server does not deliver topic %q (add it to serve_topics or configure it): watching it would take its timers from their consumers", topic))
 			return
 		}
-		if errors.Is(err, delivery.ErrClosed) {
+		if errors.Is(err, ErrClosed) {
 			writeError(w, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down"))
 			return
 		}
@@ -119,7 +118,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 					fmt.Fprintf(&buf, ": missed %d events: this stream reads too slowly\n\n", ev.Missed)
 				}
 				if err := appendEvent(&buf, ev); err != nil {
-					s.log.Error("watch: an event does not encode", "topic", topic, "id", ev.Msg.ID, "err", err)
+					s.log.Error("watch: an event does not encode", "topic", topic, "id", ev.Event.ID, "err", err)
 					return // its timer comes back (an unconfirmed event)
 				}
 				if err := write(buf.Bytes()); err != nil {
@@ -135,9 +134,8 @@ func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ")
 
 // appendEvent writes one SSE event: its id, "event: timer" and a one-line
 // JSON "data" (the Event schema).
-func appendEvent(buf *bytes.Buffer, ev delivery.Event) error {
-	m := ev.Msg
-	data, err := json.Marshal(wire.NewEvent(m.ID, m.Topic, m.Due, m.Attempt, m.Headers, m.CorrelationID, m.ContentType, m.Body))
+func appendEvent(buf *bytes.Buffer, ev WatchEvent) error {
+	data, err := json.Marshal(ev.Event)
 	if err != nil {
 		return err
 	}
