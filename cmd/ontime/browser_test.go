@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -329,6 +330,10 @@ target = { type = "http", url = %q, secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMU
 	// The topics page.
 	b.run("open /ui", 30*time.Second, chromedp.Navigate(s.URL+"/ui"), chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="reminders"]`)))
 	b.waitText("emails delivered", `tr[data-topic="emails"] td.fired`, 15*time.Second, func(s string) bool { return s == "12" })
+	// The live indicator's clock is UTC, like every other time on the page.
+	b.waitText("live clock in UTC", `#live`, 15*time.Second, func(s string) bool {
+		return regexp.MustCompile(`^live · \d\d:\d\d:\d\d UTC$`).MatchString(s)
+	})
 	if got := b.text(`tr[data-topic="reminders"] td.scheduled`); got != "32" {
 		t.Errorf("reminders scheduled: %q, want 32", got)
 	}
