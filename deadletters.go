@@ -71,6 +71,46 @@ func (c *Client) DeadLetters(ctx context.Context, topic string, opts ListOptions
 	return out, nil
 }
 
+// DeadLetter returns one dead letter of topic by id, with its whole body
+// (ErrNotFound when topic has no dead letter with that id). A store that
+// reads one dead letter by id (ontimedriver.DeadLetterGetter: the embedded
+// store and Redis) answers in one call; another is paged through with
+// ListDead until the id is found.
+func (c *Client) DeadLetter(ctx context.Context, topic, id string) (*DeadLetterInfo, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return nil, err
+	}
+	if g, ok := ontimedriver.As[ontimedriver.DeadLetterGetter](c.drv); ok {
+		d, err := g.GetDead(ctx, full, id)
+		if err != nil {
+			return nil, err
+		}
+		info := c.deadInfo(topic, d)
+		return &info, nil
+	}
+	opts := ListOptions{Limit: 1000}
+	for {
+		p, err := c.drv.ListDead(ctx, full, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range p.Dead {
+			if p.Dead[i].ID == id {
+				info := c.deadInfo(topic, &p.Dead[i])
+				return &info, nil
+			}
+		}
+		if p.NextCursor == "" {
+			return nil, ErrNotFound
+		}
+		opts.Cursor = p.NextCursor
+	}
+}
+
 // deadInfo is a dead letter as DeadLetters shows it.
 func (c *Client) deadInfo(topic string, d *ontimedriver.DeadLetter) DeadLetterInfo {
 	m := readStored(c.lenient, d.ID, d.Payload)

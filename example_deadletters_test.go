@@ -54,6 +54,13 @@ func ExampleClient_DeadLetters() {
 		fmt.Printf("dead: %s %q attempts=%d reason=%s error=%q\n", d.ID, d.Body, d.Attempt, d.Reason, d.LastError)
 	}
 
+	// One dead letter by id, with its whole body.
+	one, err := client.DeadLetter(ctx, "emails", "mail-2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("one: %s %q\n", one.ID, one.Body)
+
 	fixed.Store(true)
 	n, err := client.ReplayDeadLetters(ctx, "emails", "mail-1") // due at once, attempts reset
 	fmt.Println("replayed:", n, err)
@@ -64,6 +71,7 @@ func ExampleClient_DeadLetters() {
 	// Output:
 	// dead: mail-1 "welcome mail" attempts=2 reason=max_attempts error="template missing"
 	// dead: mail-2 "spam" attempts=2 reason=max_attempts error="blocked by the mail server"
+	// one: mail-2 "spam"
 	// replayed: 1 <nil>
 	// sent welcome mail (attempt 1)
 	// purged: 1 <nil>

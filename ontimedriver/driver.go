@@ -410,6 +410,15 @@ type SlowClaims interface {
 	SlowClaims() bool
 }
 
+// DeadLetterGetter is implemented by drivers that read one dead letter by
+// id in one store call (the embedded store and Redis do), so that a
+// dashboard can load the whole body of one dead letter while its lists
+// carry cut bodies. A caller without it pages through ListDead.
+type DeadLetterGetter interface {
+	// GetDead returns the dead letter id of topic, or ErrNotFound.
+	GetDead(ctx context.Context, topic, id string) (*DeadLetter, error)
+}
+
 // TopicCounter is implemented by drivers that count the timers of many
 // topics in one call (Redis: one pipeline, one round trip; the embedded
 // store: one read transaction), so that listing thousands of topics with

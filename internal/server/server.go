@@ -194,6 +194,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/v1/topics/{topic}/watch", RoleRead, s.watch},
 		{"POST", "/v1/topics/{topic}/watch:ack", RoleRead, s.watchAck},
 		{"GET", "/v1/topics/{topic}/dead", RoleRead, s.listDead},
+		{"GET", "/v1/topics/{topic}/dead/{id}", RoleRead, s.getDead},
 		{"POST", "/v1/topics/{topic}/dead:replay", RoleAdmin, s.replayDead},
 		{"POST", "/v1/topics/{topic}/dead:purge", RoleAdmin, s.purgeDead},
 		{"GET", "/v1/stats", RoleRead, s.stats},

@@ -238,6 +238,27 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// getDead answers one dead letter with its whole body (lists cut bodies
+// with body_limit; the dashboard loads one whole from here).
+func (s *Server) getDead(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id, e := idOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	d, err := s.o.Client.DeadLetter(r.Context(), topic, id)
+	if err != nil {
+		writeError(w, s.storeError(w, r, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, deadJSON(d, 0))
+}
+
 // deadSelect reads the {"ids": [...]} or {"all": true} of replay and purge.
 // An empty or missing list without all is refused (missing_ids): a list
 // that came out empty must not act on every dead letter.

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
@@ -12,6 +13,7 @@ func deadCases() []testCase {
 		{"Replay", testDeadReplay},
 		{"ReplaySkipsLive", testDeadReplaySkipsLive},
 		{"Purge", testDeadPurge},
+		{"GetDead", testGetDead},
 	}
 }
 
@@ -181,4 +183,41 @@ func testDeadPurge(e *env) {
 	}
 	e.wantGone(topic, "a")
 	e.wantGone(topic, "c")
+}
+
+// testGetDead: a DeadLetterGetter reads one dead letter as ListDead lists
+// it, and answers ErrNotFound for an unknown id, an unknown topic, a live
+// timer's id and a replayed dead letter.
+func testGetDead(e *env) {
+	e.needDeadLetters()
+	g, ok := ontimedriver.As[ontimedriver.DeadLetterGetter](e.d)
+	if !ok {
+		e.t.Skipf("%T does not implement ontimedriver.DeadLetterGetter", e.d)
+	}
+	const topic = "dead.get"
+	e.kill(topic, "g1", "g2")
+	e.put(topic, dueIn("live", time.Hour, "x"))
+	for _, dl := range e.listDeadAll(topic, ontimedriver.ListOptions{}) {
+		got, err := g.GetDead(e.ctx, topic, dl.ID)
+		if err != nil {
+			e.t.Errorf("GetDead %s: %v", dl.ID, err)
+			continue
+		}
+		if got.ID != dl.ID || !got.Due.Equal(dl.Due) || !got.DiedAt.Equal(dl.DiedAt) || got.Attempt != dl.Attempt ||
+			got.Reason != dl.Reason || got.Error != dl.Error {
+			e.t.Errorf("GetDead %s = %+v, ListDead has %+v", dl.ID, *got, dl)
+		}
+		e.wantPayload("GetDead "+dl.ID, got.Payload, dl.Payload)
+	}
+	for _, c := range []struct{ topic, id string }{{topic, "nope"}, {"dead.get.never", "g1"}, {topic, "live"}} {
+		if _, err := g.GetDead(e.ctx, c.topic, c.id); !errors.Is(err, ontimedriver.ErrNotFound) {
+			e.t.Errorf("GetDead %s/%s: %v, want ErrNotFound", c.topic, c.id, err)
+		}
+	}
+	if _, err := e.d.ReplayDead(e.ctx, topic, []string{"g1"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := g.GetDead(e.ctx, topic, "g1"); !errors.Is(err, ontimedriver.ErrNotFound) {
+		e.t.Errorf("GetDead of a replayed dead letter: %v, want ErrNotFound", err)
+	}
 }

@@ -196,3 +196,39 @@ func (d *Driver) purgeDead(ctx context.Context, topic string, ids []string, all 
 	}
 	return n, nil
 }
+
+// GetDead returns one dead letter of topic by id, or
+// ontimedriver.ErrNotFound. See ontimedriver.DeadLetterGetter.
+func (d *Driver) GetDead(ctx context.Context, topic, id string) (*ontimedriver.DeadLetter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out *ontimedriver.DeadLetter
+	err := d.view(func(tx *bbolt.Tx) error {
+		tb, err := d.lookup(tx, topic)
+		if err != nil {
+			return err
+		}
+		rec, found, err := tb.getDead(id)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return ontimedriver.ErrNotFound
+		}
+		out = &ontimedriver.DeadLetter{
+			ID:      id,
+			Due:     fromMicros(rec.due),
+			DiedAt:  fromMicros(rec.diedAt),
+			Attempt: int(rec.attempt),
+			Reason:  rec.reason,
+			Error:   rec.errText,
+			Payload: bytes.Clone(rec.payload),
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package ontimeredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -908,4 +909,49 @@ func (d *Driver) PurgeAllDead(ctx context.Context, topic string) (int, error) {
 		return 0, err
 	}
 	return int(replyInt(res)), nil
+}
+
+// GetDead returns one dead letter of topic by id (ZSCORE and HGET in one
+// round trip), or ontimedriver.ErrNotFound. See
+// ontimedriver.DeadLetterGetter.
+func (d *Driver) GetDead(ctx context.Context, topic, id string) (*ontimedriver.DeadLetter, error) {
+	if d.closed.Load() {
+		return nil, errClosed
+	}
+	if !d.deadEnabled() {
+		return nil, ontimedriver.ErrNotFound
+	}
+	k := d.keys(topic)
+	type reply struct {
+		died *redis.FloatCmd
+		rec  *redis.StringCmd
+	}
+	r, err := bounded(d, ctx, func(ctx context.Context) (reply, error) {
+		var r reply
+		_, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			r.died = p.ZScore(ctx, k.dead, id)
+			r.rec = p.HGet(ctx, k.dmsg, id)
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ontimeredis: dead letter: %w", err)
+	}
+	died, err1 := r.died.Result()
+	rec, err2 := r.rec.Result()
+	if errors.Is(err1, redis.Nil) || errors.Is(err2, redis.Nil) {
+		return nil, ontimedriver.ErrNotFound
+	}
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("ontimeredis: dead letter: %w", errors.Join(err1, err2))
+	}
+	dr := parseDead(rec)
+	return &ontimedriver.DeadLetter{
+		ID: id, Due: msTime(dr.due), DiedAt: msTime(int64(died)), Attempt: dr.attempt,
+		Reason: dr.reason, Error: dr.err, Payload: dr.payload,
+	}, nil
 }
