@@ -209,10 +209,11 @@ func TestDashboardHostileData(t *testing.T) {
 	for i := range 50 {
 		a.must(201, "POST", "/v1/topics/big/timers", map[string]any{"id": fmt.Sprintf("big-%02d", i), "body": big, "delay": "1h"})
 	}
-	waitAPI(t, 15*time.Second, "a dead letter", func() bool {
+	a.must(201, "POST", "/v1/topics/dead-bills/timers", map[string]any{"id": "big-dead", "body": big, "delay": "0s"})
+	waitAPI(t, 15*time.Second, "two dead letters", func() bool {
 		var p wire.DeadPage
-		a.must(200, "GET", "/v1/topics/dead-bills/dead", nil).decode(t, &p)
-		return len(p.Dead) == 1
+		a.must(200, "GET", "/v1/topics/dead-bills/dead?body_limit=1024", nil).decode(t, &p)
+		return len(p.Dead) == 2
 	})
 
 	b := newBrowser(t)
@@ -257,11 +258,31 @@ func TestDashboardHostileData(t *testing.T) {
 	b.run("dismiss", 10*time.Second, chromedp.Click(chromedp.CSS(`#confirm-cancel`)), chromedp.WaitNotVisible(chromedp.CSS(`#confirm`)))
 
 	b.run("open the dead letters", 30*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/dead-bills/dead"),
-		chromedp.WaitVisible(chromedp.CSS(`#dead td.id`)))
-	if got := b.text(`#dead td.id`); got != shown {
+		chromedp.WaitVisible(chromedp.CSS(`#dead tr[data-id="big-dead"]`)))
+	if got := b.text(`#dead tbody tr:first-child td.id`); got != shown {
 		t.Errorf("dead letter id: %q", got)
 	}
-	b.run("select and purge", 10*time.Second, chromedp.Click(chromedp.CSS(`#dead input[type=checkbox]:not(#select-all)`)),
+	// A dead letter's body is cut in the list too, with a link to all of it.
+	size := evalJS[int](b, `Math.max(...performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/topics/dead-bills/dead?')).map((e) => e.decodedBodySize))`)
+	if size <= 0 || size > 20<<10 {
+		t.Errorf("the dead letters' list with a 1 MiB body: %d bytes, want under 20 KiB", size)
+	}
+	if got := b.text(`#dead tr[data-id="big-dead"] a.whole`); got != "whole body (1.0 MiB)" {
+		t.Errorf("the link to the dead letter's whole body: %q", got)
+	}
+	b.run("load the dead letter's whole body", 60*time.Second, chromedp.Click(chromedp.CSS(`#dead tr[data-id="big-dead"] a.whole`)), chromedp.WaitVisible(chromedp.CSS(`#dead-letter #body`)))
+	if n := evalJS[int](b, `document.getElementById('body').textContent.length`); n != 1<<20 {
+		t.Errorf("the dead letter's whole body: %d characters, want %d", n, 1<<20)
+	}
+	b.run("the hostile dead letter's page", 30*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/dead-bills/dead/"+url.PathEscape(id)),
+		chromedp.WaitVisible(chromedp.CSS(`#dead-id`)))
+	if got := b.text(`#dead-id`); !strings.HasPrefix(got, shown) {
+		t.Errorf("dead letter page title: %q", got)
+	}
+	noRaw("the dead letter's page")
+	b.run("back to the dead letters", 30*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/dead-bills/dead"),
+		chromedp.WaitVisible(chromedp.CSS(`#dead tr[data-id="big-dead"]`)))
+	b.run("select and purge", 10*time.Second, chromedp.Click(chromedp.CSS(`#dead tbody tr:first-child input[type=checkbox]`)),
 		chromedp.Click(chromedp.CSS(`#purge`)), chromedp.WaitVisible(chromedp.CSS(`#confirm-ok`)))
 	if got := b.text(`#confirm-ids`); got != shown {
 		t.Errorf("purge dialog: %q, want %q", got, shown)
@@ -271,7 +292,7 @@ func TestDashboardHostileData(t *testing.T) {
 
 	// 50 bodies of 1 MiB: the list loads 1 KiB of each.
 	b.run("open the big topic", 60*time.Second, chromedp.Navigate(s.URL+"/ui/#/topic/big"), chromedp.WaitVisible(chromedp.CSS(`#timers tr[data-id="big-49"]`)))
-	size := evalJS[int](b, `Math.max(...performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/topics/big/timers?')).map((e) => e.decodedBodySize))`)
+	size = evalJS[int](b, `Math.max(...performance.getEntriesByType('resource').filter((e) => e.name.includes('/v1/topics/big/timers?')).map((e) => e.decodedBodySize))`)
 	if size <= 0 || size > 200<<10 {
 		t.Errorf("the list of 50 timers of 1 MiB: %d bytes, want under 200 KiB", size)
 	}

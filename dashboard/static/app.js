@@ -46,6 +46,7 @@ async function api(method, path, body) {
 const enc = encodeURIComponent;
 const topicPath = (t) => 'v1/topics/' + enc(t);
 const timerPath = (t, id) => topicPath(t) + '/timers/' + enc(id);
+const deadPath = (t, id) => topicPath(t) + '/dead/' + enc(id);
 
 // ---- DOM helpers ----
 
@@ -159,7 +160,7 @@ function fmtSize(n) {
 }
 
 // bodyCell is a list's body cell: the body (or its first KiB), and for a
-// cut one its size and, for a timer, a link to all of it.
+// cut one its size and a link to all of it (the timer's or dead letter's page).
 function bodyCell(o, wholeHref) {
   if (!o.body_truncated) return h('td', {class: 'ellipsis'}, fmtBody(o));
   return h('td', {class: 'ellipsis cut'}, fmtBody(o), ' ',
@@ -420,6 +421,41 @@ function timerPage(topic, id) {
   };
 }
 
+// deadLetterPage is one dead letter with its whole body (the list shows
+// the first KiB).
+function deadLetterPage(topic, id) {
+  return {
+    async load() {
+      try {
+        return {dead: await api('GET', deadPath(topic, id))};
+      } catch (e) {
+        if (e.status === 404) return {dead: null};
+        throw e;
+      }
+    },
+    draw({dead}) {
+      const back = h('p', {}, h('a', {href: '#/topic/' + enc(topic) + '/dead'}, '← dead letters of ' + esc(topic)));
+      if (!dead) {
+        return [back, h('h1', {}, esc(id)),
+          h('p', {id: 'gone', class: 'card'}, 'This dead letter is gone: it was replayed or purged, or never existed.')];
+      }
+      const headers = Object.entries(dead.headers || {});
+      return [back, h('h1', {id: 'dead-id'}, esc(id), ' ', h('span', {class: 'pill dead'}, esc(dead.reason))),
+        h('div', {class: 'card'}, h('dl', {id: 'dead-letter'},
+          h('dt', {}, 'topic'), h('dd', {}, esc(topic)),
+          h('dt', {}, 'died'), h('dd', {}, fmtTime(dead.died_at)),
+          h('dt', {}, 'was due'), h('dd', {}, fmtTime(dead.due_at)),
+          h('dt', {}, 'attempts'), h('dd', {}, dead.attempt),
+          dead.last_error ? [h('dt', {}, 'last error'), h('dd', {class: 'bad'}, esc(dead.last_error))] : null,
+          h('dt', {}, 'correlation id'), h('dd', {}, esc(dead.correlation_id)),
+          h('dt', {}, 'content type'), h('dd', {}, esc(dead.content_type) || '—'),
+          h('dt', {}, 'headers'), h('dd', {}, headers.length ? h('pre', {}, headers.map(([k, v]) => esc(k) + ': ' + esc(v)).join('\n')) : '—'),
+          h('dt', {}, 'body'), h('dd', {}, h('pre', {id: 'body'}, fmtBody(dead, true))))),
+      ];
+    },
+  };
+}
+
 function deadPage(topic) {
   const page = {selected: new Set()};
   page.load = async () => api('GET', topicPath(topic) + '/dead?limit=200&body_limit=' + BODY_LIMIT);
@@ -463,7 +499,7 @@ function deadPage(topic) {
               onchange: (e) => { if (e.target.checked) page.selected.add(d.id); else page.selected.delete(d.id); draw(); }})),
             h('td', {class: 'id'}, esc(d.id)), h('td', {}, fmtTime(d.died_at)), h('td', {}, h('span', {class: 'pill dead'}, esc(d.reason))),
             h('td', {class: 'num'}, d.attempt), h('td', {class: 'bad error'}, esc(d.last_error || '')),
-            bodyCell(d))))),
+            bodyCell(d, '#/topic/' + enc(topic) + '/dead/' + enc(d.id)))))),
       pg.next_cursor ? h('p', {class: 'muted'}, 'Showing the oldest 200.') : null,
     ];
   };
@@ -480,6 +516,7 @@ function parseHash() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   if (parts[0] === 'topic' && parts[1]) {
     if (parts[2] === 'timer' && parts.length >= 4) return {key: location.hash, make: () => timerPage(parts[1], parts.slice(3).join('/'))};
+    if (parts[2] === 'dead' && parts.length >= 4) return {key: location.hash, make: () => deadLetterPage(parts[1], parts.slice(3).join('/'))};
     if (parts[2] === 'dead') return {key: location.hash, make: () => deadPage(parts[1])};
     return {key: location.hash, make: () => topicPage(parts[1])};
   }

@@ -256,7 +256,18 @@ func TestDeadLetters(t *testing.T) {
 	if d.ID != "d1" || d.Reason != "max_attempts" || !strings.Contains(d.LastError, "500") || string(d.Body) != `"x"` {
 		t.Errorf("dead letter %+v", d)
 	}
-	r := e.do("POST", "/v1/topics/doomed/dead:purge", `{"ids":["nope"]}`)
+	// One dead letter by id, whole; an unknown id is 404, a bad one 400.
+	var one wire.DeadLetter
+	r := e.do("GET", "/v1/topics/doomed/dead/d1", nil)
+	e.want(r, 200, "")
+	r.json(t, &one)
+	if one.ID != "d1" || one.Reason != "max_attempts" || string(one.Body) != `"x"` || one.BodyTruncated {
+		t.Errorf("GET …/dead/d1: %+v", one)
+	}
+	e.want(e.do("GET", "/v1/topics/doomed/dead/nope", nil), 404, "not_found")
+	e.want(e.do("GET", "/v1/topics/doomed/dead/%2E%2E", nil), 400, "invalid_id")
+	e.want(e.do("POST", "/v1/topics/doomed/dead/d1", nil), 405, "method_not_allowed")
+	r = e.do("POST", "/v1/topics/doomed/dead:purge", `{"ids":["nope"]}`)
 	var n wire.Count
 	r.json(t, &n)
 	if n.Count != 0 {

@@ -68,6 +68,7 @@ func init() {
 		"GET /v1/topics/{topic} 500",
 		"GET /v1/topics/{topic}/watch 500",
 		"GET /v1/topics/{topic}/dead 500",
+		"GET /v1/topics/{topic}/dead/{id} 500",
 		"POST /v1/topics/{topic}/dead:replay 500",
 		"POST /v1/topics/{topic}/dead:purge 500",
 		"POST /v1/topics/{topic}/watch:ack 500",

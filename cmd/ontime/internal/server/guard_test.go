@@ -368,7 +368,7 @@ func TestAuthEveryOperation(t *testing.T) {
 	}
 	for _, tok := range []string{"read-tok", "write-tok", "admin-tok", "legacy-tok"} {
 		auth := []string{"Authorization", "Bearer " + tok}
-		for _, p := range []string{"/v1/topics", "/v1/stats", "/v1/topics/t/timers", "/v1/topics/t/timers/x", "/v1/topics/t/dead", "/v1/topics/t/timeline", "/v1/openapi.json", "/nowhere"} {
+		for _, p := range []string{"/v1/topics", "/v1/stats", "/v1/topics/t/timers", "/v1/topics/t/timers/x", "/v1/topics/t/dead", "/v1/topics/t/dead/x", "/v1/topics/t/timeline", "/v1/openapi.json", "/nowhere"} {
 			ok(e.do("GET", p, nil, auth...), tok+" GET "+p)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
