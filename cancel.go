@@ -34,15 +34,24 @@ func (c *Client) Cancel(ctx context.Context, topic, id string) error {
 	return res
 }
 
+// CancelChunkSize is the most ids CancelBatch cancels in one store call.
+// One call is atomic (one transaction of the embedded store, one Lua script
+// of Redis). It is larger than BatchChunkSize: a cancel writes no body, and
+// on the embedded store the rate of cancels grows with the ids per commit
+// (500 per call: about 30-50k/s, 2,000: 75-135k/s on the 2-core reference
+// machine), while a call of 2,000 still holds the store for only a few
+// milliseconds.
+const CancelChunkSize = 2000
+
 // CancelBatch deletes the scheduled or leased timers of topic that ids
-// name, in one store round trip per BatchChunkSize ids, and returns one
+// name, in one store round trip per CancelChunkSize ids, and returns one
 // result per id, in order: nil for a timer deleted, ErrNotFound for an id
 // with no scheduled or leased timer (a dead letter, an absent id, or an id
 // given earlier in the same call). Every id is validated first: if any is
 // invalid, the call returns an error naming it and cancels nothing. nil or
 // empty ids cancel nothing and return an empty result.
 //
-// A batch of up to BatchChunkSize ids is atomic: all its timers are deleted
+// A batch of up to CancelChunkSize ids is atomic: all its timers are deleted
 // together or none is. A larger batch is cancelled chunk by chunk, in
 // order, and is not atomic: when the store fails on a chunk, the chunks
 // before it stay cancelled, and CancelBatch returns their results (ids
@@ -65,8 +74,8 @@ func (c *Client) CancelBatch(ctx context.Context, topic string, ids []string) ([
 		}
 	}
 	out := make([]error, len(ids))
-	for start := 0; start < len(ids); start += BatchChunkSize {
-		end := min(start+BatchChunkSize, len(ids))
+	for start := 0; start < len(ids); start += CancelChunkSize {
+		end := min(start+CancelChunkSize, len(ids))
 		var err error
 		if end-start == 1 {
 			out[start], err = c.can.cancel(ctx, c.drv, full, ids[start])

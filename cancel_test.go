@@ -275,7 +275,7 @@ func TestCancelCoalescedConcurrentPerID(t *testing.T) {
 }
 
 // TestCancelBatch: CancelBatch answers per id in order, in one store call
-// per BatchChunkSize ids; invalid ids cancel nothing; empty ids do
+// per CancelChunkSize ids; invalid ids cancel nothing; empty ids do
 // nothing; and a store failure on a later chunk returns the results of
 // the chunks before it with an error that unwraps to the store's.
 func TestCancelBatch(t *testing.T) {
@@ -287,7 +287,7 @@ func TestCancelBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const total = 2*BatchChunkSize + 3
+	const total = 2*CancelChunkSize + 3
 	var timers []Timer
 	var ids []string
 	for i := range total {
@@ -319,8 +319,8 @@ func TestCancelBatch(t *testing.T) {
 	// The second chunk fails: the first stays cancelled.
 	g.failBatch = 2
 	res, err := c.CancelBatch(ctx, "t", ids)
-	if !errors.Is(err, errStoreDown) || len(res) != BatchChunkSize {
-		t.Fatalf("CancelBatch with the store failing on chunk 2 = %d results, %v; want %d, store down", len(res), err, BatchChunkSize)
+	if !errors.Is(err, errStoreDown) || len(res) != CancelChunkSize {
+		t.Fatalf("CancelBatch with the store failing on chunk 2 = %d results, %v; want %d, store down", len(res), err, CancelChunkSize)
 	}
 	t.Logf("error: %v", err)
 	for i, r := range res {
@@ -338,14 +338,14 @@ func TestCancelBatch(t *testing.T) {
 	for i, r := range res {
 		// The first chunk is cancelled already; id-0002 is cancelled again
 		// at the end.
-		wantNF := i < BatchChunkSize || i%3 == 0 || i == total
+		wantNF := i < CancelChunkSize || i%3 == 0 || i == total
 		if errors.Is(r, ErrNotFound) != wantNF || !wantNF && r != nil {
 			t.Errorf("result %d: %v (want not found: %v)", i, r, wantNF)
 		}
 	}
 	calls := g.callIDs()[before:]
-	if len(calls) != 3 || len(calls[0]) != BatchChunkSize || len(calls[2]) != 4 {
-		t.Errorf("%d store calls, want 3 of %d, %d and 4 ids", len(calls), BatchChunkSize, BatchChunkSize)
+	if len(calls) != 3 || len(calls[0]) != CancelChunkSize || len(calls[2]) != 4 {
+		t.Errorf("%d store calls, want 3 of %d, %d and 4 ids", len(calls), CancelChunkSize, CancelChunkSize)
 	}
 	n, err := c.Count(ctx, "t")
 	if err != nil || n.Scheduled != 0 {

@@ -15,7 +15,7 @@ import (
 // the way publishCoalescer merges publishes (see it for the scheme): a
 // caller that finds the topic idle calls Cancel at once, alone, with its
 // own context; callers that arrive meanwhile queue, and a flusher cancels
-// the queued ids, up to BatchChunkSize per call, batch after batch, until
+// the queued ids, up to CancelChunkSize per call, batch after batch, until
 // the queue is empty. A second cancel of an id in one batch answers
 // ErrNotFound, as it would after the first, so ids need no sorting out.
 type cancelCoalescer struct {
@@ -135,9 +135,9 @@ func (cc *cancelCoalescer) flush(topic string, l *cancelLane, drv ontimedriver.D
 		took := time.Since(start)
 		var wake chan struct{}
 		cc.mu.Lock()
-		if len(batch) > 1 && len(l.queue) < BatchChunkSize {
+		if len(batch) > 1 && len(l.queue) < CancelChunkSize {
 			wake = make(chan struct{})
-			l.want, l.wake = min(len(l.queue)+len(batch), BatchChunkSize), wake
+			l.want, l.wake = min(len(l.queue)+len(batch), CancelChunkSize), wake
 		}
 		cc.mu.Unlock()
 		for _, p := range batch {
@@ -158,7 +158,7 @@ func (cc *cancelCoalescer) flush(topic string, l *cancelLane, drv ontimedriver.D
 	}
 }
 
-// take takes up to BatchChunkSize ids of l's queue, in queue order; a
+// take takes up to CancelChunkSize ids of l's queue, in queue order; a
 // caller that has gone is dropped with its context's error. With nothing
 // left the lane goes idle and take returns nil. The caller holds cc.mu.
 func (cc *cancelCoalescer) take(topic string, l *cancelLane) []*pendingCancel {
@@ -170,7 +170,7 @@ func (cc *cancelCoalescer) take(topic string, l *cancelLane) []*pendingCancel {
 			close(q.done)
 			continue
 		}
-		if len(batch) == BatchChunkSize {
+		if len(batch) == CancelChunkSize {
 			rest = append(rest, q)
 			continue
 		}

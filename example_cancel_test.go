@@ -11,7 +11,7 @@ import (
 )
 
 // CancelBatch deletes many timers of one topic in one store round trip
-// per ontime.BatchChunkSize ids, each chunk atomic, and answers for each id:
+// per ontime.CancelChunkSize ids, each chunk atomic, and answers for each id:
 // nil when its timer was deleted, ErrNotFound when there was none.
 // Concurrent Cancel calls to one topic are merged into such calls on
 // their own.
