@@ -52,6 +52,7 @@ type Client struct {
 	lenient bool
 	hooks   hookSet
 	pub     publishCoalescer
+	can     cancelCoalescer
 }
 
 // NewClient returns a Client on the store behind d. The Client does not own

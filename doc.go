@@ -32,7 +32,10 @@
 //	id, err := client.Publish(ctx, "invoices", Invoice{ID: 42}, ontime.In(30*24*time.Hour))
 //
 // Timers are inspected and managed with [Client.Get], [Client.List],
-// [Client.Count], [Client.Topics] and [Client.Cancel]; dead letters with
+// [Client.Count], [Client.Topics] and [Client.Cancel]; [Client.CancelBatch]
+// cancels many timers with a result per id, in one store round trip per
+// [CancelChunkSize] ids, each chunk atomic (concurrent Cancel calls on a
+// topic are merged into such calls by themselves); dead letters with
 // [Client.DeadLetters], [Client.ReplayDeadLetters] and
 // [Client.PurgeDeadLetters] (the ids given; none is refused with
 // [ErrInvalid]), and [Client.ReplayAllDeadLetters] and

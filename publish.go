@@ -334,19 +334,6 @@ func (c *Client) encodeTimer(t *Timer) (ontimedriver.NewTimer, error) {
 	return ontimedriver.NewTimer{ID: t.ID, At: t.At, Delay: t.Delay, Payload: payload}, nil
 }
 
-// Cancel deletes a scheduled or leased timer. It returns ErrNotFound when
-// there is none.
-func (c *Client) Cancel(ctx context.Context, topic, id string) error {
-	full, err := c.fullTopic(topic)
-	if err != nil {
-		return err
-	}
-	if err := ontimedriver.ValidateID(id); err != nil {
-		return err
-	}
-	return c.drv.Cancel(ctx, full, id)
-}
-
 // FireNow makes a scheduled timer due at once and returns its new due time:
 // the next claim delivers it. Its body, headers, attempt count and last
 // error are kept (a timer waiting for a retry is retried now). A timer

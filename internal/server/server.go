@@ -137,6 +137,12 @@ const HeaderTimeout = 10 * time.Second
 // one could fail after an earlier one was stored.
 const MaxBatch = ontime.BatchChunkSize
 
+// MaxCancel is the most ids one cancel request (timers:cancel) may list:
+// the number Client.CancelBatch deletes in one store call, which is atomic,
+// so the timers of a request are deleted all together or none is. More
+// are refused (too_many_ids).
+const MaxCancel = ontime.CancelChunkSize
+
 // New returns the API handler.
 func New(o Options) *Server {
 	if o.Logger == nil {
@@ -185,6 +191,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/topics/{topic}/timers", RoleWrite, s.createTimer},
 		{"GET", "/v1/topics/{topic}/timers", RoleRead, s.listTimers},
 		{"POST", "/v1/topics/{topic}/timers:batch", RoleWrite, s.createBatch},
+		{"POST", "/v1/topics/{topic}/timers:cancel", RoleWrite, s.cancelTimers},
 		{"GET", "/v1/topics/{topic}/timers/{id}", RoleRead, s.getTimer},
 		{"DELETE", "/v1/topics/{topic}/timers/{id}", RoleWrite, s.deleteTimer},
 		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
@@ -371,7 +378,7 @@ func newRequestID() string {
 // requestLimit is the most a request to r's endpoint may send.
 func (s *Server) requestLimit(r *http.Request) int64 {
 	p := r.URL.Path
-	if strings.HasSuffix(p, ":batch") || strings.HasSuffix(p, ":replay") || strings.HasSuffix(p, ":purge") {
+	if strings.HasSuffix(p, ":batch") || strings.HasSuffix(p, ":cancel") || strings.HasSuffix(p, ":replay") || strings.HasSuffix(p, ":purge") {
 		return s.batchLimit()
 	}
 	return s.singleLimit()

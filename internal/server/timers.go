@@ -200,6 +200,60 @@ func (s *Server) deleteTimer(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// cancelTimers deletes the timers {"ids": [...]} lists, up to MaxCancel in
+// one atomic store call, and answers each id: 204 deleted, 404 none. The
+// list must not be empty (an empty list never means "all"); every id is
+// checked before anything is deleted.
+func (s *Server) cancelTimers(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if r.ContentLength == 0 {
+		writeError(w, errorf(http.StatusBadRequest, "missing_ids", `the request has no body: send {"ids": ["id", ...]}`))
+		return
+	}
+	var in wire.CancelIn
+	if e := decodeJSON(w, r, s.batchLimit(), &in); e != nil {
+		writeError(w, e)
+		return
+	}
+	switch {
+	case len(in.IDs) == 0:
+		writeError(w, errorf(http.StatusBadRequest, "missing_ids", `"ids" is missing or empty: list the timers to cancel (an empty list never means all)`))
+		return
+	case len(in.IDs) > MaxCancel:
+		writeError(w, errorf(http.StatusBadRequest, "too_many_ids", "%d ids; cancel at most %d at once (one atomic store write): split them", len(in.IDs), MaxCancel))
+		return
+	}
+	for i, id := range in.IDs {
+		if e := checkID(id); e != nil {
+			e.msg = fmt.Sprintf("id %d: %s", i, e.msg)
+			writeError(w, e)
+			return
+		}
+	}
+	res, err := s.o.Client.CancelBatch(r.Context(), topic, in.IDs)
+	if err != nil {
+		writeError(w, s.storeError(w, r, err))
+		return
+	}
+	out := wire.CancelResult{Results: make([]wire.CancelItem, len(res))}
+	for i, err := range res {
+		it := wire.CancelItem{ID: in.IDs[i], Status: http.StatusNoContent}
+		if err != nil {
+			ae := s.storeError(w, r, err)
+			it.Status = ae.status
+			it.Error = &wire.ErrorBody{Code: ae.code, Message: ae.msg}
+		} else {
+			out.Cancelled++
+		}
+		out.Results[i] = it
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // listOptions reads before, limit, cursor and body_limit. Each may be
 // given once; one that is given must not be empty (an empty cursor would
 // silently start over at page 1). A cursor the store did not make is

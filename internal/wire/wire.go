@@ -56,6 +56,28 @@ type BatchResult struct {
 	Results []BatchItem `json:"results"`
 }
 
+// CancelIn lists the timers a cancel deletes (POST
+// /v1/topics/{topic}/timers:cancel). An empty list is refused: it never
+// means "all".
+type CancelIn struct {
+	IDs []string `json:"ids"`
+}
+
+// CancelItem is one id's result of a cancel: status 204 (the timer was
+// deleted) or 404 (no scheduled or leased timer has that id), with Error.
+type CancelItem struct {
+	ID     string     `json:"id"`
+	Status int        `json:"status"`
+	Error  *ErrorBody `json:"error,omitempty"`
+}
+
+// CancelResult answers a cancel: how many timers were deleted, and one
+// item per id, in order.
+type CancelResult struct {
+	Cancelled int          `json:"cancelled"`
+	Results   []CancelItem `json:"results"`
+}
+
 // Timer is a stored timer.
 type Timer struct {
 	ID            string            `json:"id"`

@@ -119,32 +119,6 @@ func newScheduleCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func newCancelCmd(e *env) *cobra.Command {
-	var o clientOpts
-	cmd := &cobra.Command{
-		Use:   "cancel TOPIC ID",
-		Short: "Cancel a timer (exit 3 if there is none)",
-		Args:  args(cobra.ExactArgs(2)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := o.connect(e)
-			if err != nil {
-				return err
-			}
-			defer c.close()
-			if err := c.do(cmd.Context(), http.MethodDelete, topicPath(a[0])+"/timers/"+url.PathEscape(a[1]), nil, nil); err != nil {
-				return err
-			}
-			if o.json {
-				return printJSON(e.stdout, map[string]string{"id": a[1], "topic": a[0], "status": "cancelled"})
-			}
-			fmt.Fprintf(e.stdout, "cancelled %s\n", a[1])
-			return nil
-		},
-	}
-	addClientFlags(cmd, &o)
-	return cmd
-}
-
 func newFireCmd(e *env) *cobra.Command {
 	var o clientOpts
 	cmd := &cobra.Command{

@@ -60,6 +60,7 @@ func init() {
 		"POST /v1/topics/{topic}/timers 500",
 		"GET /v1/topics/{topic}/timers 500",
 		"POST /v1/topics/{topic}/timers:batch 500",
+		"POST /v1/topics/{topic}/timers:cancel 500",
 		"GET /v1/topics/{topic}/timers/{id} 500",
 		"DELETE /v1/topics/{topic}/timers/{id} 500",
 		"POST /v1/topics/{topic}/timers/{id}/fire 500",

@@ -131,6 +131,7 @@ func (c *rawConn) closed(what string) {
 var postPaths = []struct{ path, key string }{
 	{"/v1/topics/t/timers", "POST /v1/topics/{topic}/timers"},
 	{"/v1/topics/t/timers:batch", "POST /v1/topics/{topic}/timers:batch"},
+	{"/v1/topics/t/timers:cancel", "POST /v1/topics/{topic}/timers:cancel"},
 	{"/v1/topics/t/dead:replay", "POST /v1/topics/{topic}/dead:replay"},
 	{"/v1/topics/t/dead:purge", "POST /v1/topics/{topic}/dead:purge"},
 	{"/v1/topics/t/watch:ack", "POST /v1/topics/{topic}/watch:ack"},

@@ -23,12 +23,13 @@ func concrete(tpl string) string {
 
 // validBody is a request body each operation accepts (nil: none).
 var validBody = map[string]any{
-	"POST /v1/topics/{topic}/timers":       `{"delay":"1s"}`,
-	"POST /v1/topics/{topic}/timers:batch": `[{"delay":"1s"}]`,
-	"POST /messages":                       `{"message":"x"}`,
-	"POST /v1/topics/{topic}/dead:replay":  `{"all":true}`,
-	"POST /v1/topics/{topic}/dead:purge":   `{"all":true}`,
-	"POST /v1/topics/{topic}/watch:ack":    `{"ids":["e-1"]}`,
+	"POST /v1/topics/{topic}/timers":        `{"delay":"1s"}`,
+	"POST /v1/topics/{topic}/timers:batch":  `[{"delay":"1s"}]`,
+	"POST /v1/topics/{topic}/timers:cancel": `{"ids":["x"]}`,
+	"POST /messages":                        `{"message":"x"}`,
+	"POST /v1/topics/{topic}/dead:replay":   `{"all":true}`,
+	"POST /v1/topics/{topic}/dead:purge":    `{"all":true}`,
+	"POST /v1/topics/{topic}/watch:ack":     `{"ids":["e-1"]}`,
 }
 
 // storeDown checks that with the store unreachable every operation that
@@ -246,6 +247,7 @@ func TestRequestTooLarge(t *testing.T) {
 	huge := strings.Repeat("x", 16<<20)
 	for _, c := range []struct{ path, body string }{
 		{"/v1/topics/t/timers:batch", `[{"delay":"1s","body":"` + huge + `"}]`},
+		{"/v1/topics/t/timers:cancel", `{"ids":["` + huge + `"]}`},
 		{"/v1/topics/t/dead:replay", `{"ids":["` + huge + `"]}`},
 		{"/v1/topics/t/dead:purge", `{"ids":["` + huge + `"]}`},
 	} {
