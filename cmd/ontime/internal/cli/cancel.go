@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 func newCancelCmd(e *env) *cobra.Command {

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/wire"
 )
 
 // TestCancelMany: `ontime cancel TOPIC ID ID...` and --ids-from (a file,

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
-	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 

@@ -288,6 +288,33 @@ func (c *rawConn) continued() {
 	}
 }
 
+// admitted sends the headers of a size-byte timer request (Expect:
+// 100-continue) on new connections until one is admitted (100 Continue:
+// its declared size fits next to the bytes held), and returns it, its body
+// unsent.
+func admitted(t *testing.T, e *env, id string, size int64) *rawConn {
+	t.Helper()
+	deadline := time.Now().Add(answerBound)
+	for {
+		c := dialRaw(t, e)
+		c.head("POST", "/v1/topics/t/timers", size, "Expect: 100-continue")
+		_ = c.conn.SetReadDeadline(time.Now().Add(answerBound))
+		line, err := c.br.Peek(12)
+		if err != nil {
+			t.Fatalf("%s: no answer: %v", id, err)
+		}
+		if string(line) == "HTTP/1.1 100" {
+			c.continued()
+			return c
+		}
+		_ = c.conn.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never admitted (the budget's bytes never came back)", id)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitRefused sends the headers of an n-byte request on new connections
 // until one is refused (the bytes held elsewhere having arrived in the
 // server's handler), and returns that connection with its answer unread.
@@ -338,8 +365,13 @@ func TestBudgetChargedAsBytesArrive(t *testing.T) {
 		t.Fatalf("a 500 KiB request while another declared 600 KiB and sent 100 KiB: %d %s, want 201", resp.StatusCode, code)
 	}
 	// c fills the budget (a's 100 KiB + c's 650 KiB), then a's next bytes
-	// no longer fit.
-	c, cbody := start("c", 700<<10, 650<<10)
+	// no longer fit. b's bytes go back to the budget when its handler
+	// returns, which its client can see after reading b's answer: c is
+	// admitted (100 Continue) once they are back.
+	c, cbody := admitted(t, e, "c", 700<<10), paddedTimer("c", 700<<10)
+	if err := c.write(cbody[:650<<10]); err != nil {
+		t.Fatal(err)
+	}
 	probe := waitRefused(t, e, 60<<10) // more than 740 KiB held
 	if resp, code := probe.answer(key); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("probe: %d %s", resp.StatusCode, code)
