@@ -33,6 +33,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/server"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
@@ -203,13 +204,7 @@ func testWatch(t *testing.T, b *backend) {
 // waitAPI polls cond.
 func waitAPI(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	wait.For(t, timeout, cond, "%s", what)
 }
 
 // testMessages is the README's quick start: POST /messages, then
