@@ -2,11 +2,13 @@ package ontime_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -137,20 +139,17 @@ func testCapabilities(t *testing.T, store *capDriver, d ontimedriver.Driver) {
 		t.Error("the topic index was not repaired at start: TopicIndexRepairer is hidden")
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var leased int64
+	wait.For(t, 10*time.Second, func() bool {
 		cnt, err := c.Count(ctx, "ahead")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cnt.Leased == 1+batch {
-			break
+		if leased = cnt.Leased; leased > 1+batch {
+			t.Fatalf("leased %d with one handler slot, want %d", leased, 1+batch)
 		}
-		if cnt.Leased > 1+batch || time.Now().After(deadline) {
-			t.Fatalf("leased %d with one handler slot, want %d: claim-ahead is off", cnt.Leased, 1+batch)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return leased == 1+batch
+	}, "%d leased with one handler slot (claim-ahead on): %s", 1+batch, func() string { return fmt.Sprint(leased) })
 	if hook.calls.Load() == 0 {
 		t.Error("the StoreCallHook saw no call")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -15,6 +16,14 @@ import (
 // claimed ahead back unstarted, without counting the attempt.
 func TestClaimAhead(t *testing.T) {
 	t.Parallel()
+	// In a bubble (testing/synctest): synctest.Wait returns once every
+	// goroutine of the worker is blocked, which is the event that shows
+	// the claim loop had its chance to claim more, and a stop its chance
+	// to begin, however busy the machine.
+	synctest.Test(t, testClaimAhead)
+}
+
+func testClaimAhead(t *testing.T) {
 	ctx := context.Background()
 	d := openBolt(t)
 	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet})
@@ -48,21 +57,17 @@ func TestClaimAhead(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		cnt, err := c.Count(ctx, "ahead")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cnt.Leased == conc+batch && running.Load() == conc {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leased %d, running %d; want %d leased, %d running", cnt.Leased, running.Load(), conc+batch, conc)
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	cnt, err := c.Count(ctx, "ahead")
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // no more claims while nothing frees up
+	if cnt.Leased != conc+batch || running.Load() != conc {
+		t.Fatalf("leased %d, running %d; want %d leased, %d running", cnt.Leased, running.Load(), conc+batch, conc)
+	}
+	// Nothing frees up: no more claims, however long the worker waits.
+	time.Sleep(time.Minute)
+	synctest.Wait()
 	if cnt, _ := c.Count(ctx, "ahead"); cnt.Leased != conc+batch {
 		t.Fatalf("leased %d, want %d", cnt.Leased, conc+batch)
 	}
@@ -70,7 +75,12 @@ func TestClaimAhead(t *testing.T) {
 	// Stop while handlers run: the timers claimed ahead go back unstarted.
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	synctest.Wait() // the stop has begun and waits for the handlers
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned %v while handlers run", err)
+	default:
+	}
 	close(release)
 	if err := <-stopped; err != nil {
 		t.Fatal(err)

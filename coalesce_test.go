@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
@@ -100,22 +101,16 @@ func (g *gatedDriver) callIDs() [][]string {
 // queued waits until n publishes wait in the client's queues.
 func queued(t *testing.T, c *Client, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	got := 0
+	wait.For(t, 10*time.Second, func() bool {
 		c.pub.mu.Lock()
-		got := 0
+		defer c.pub.mu.Unlock()
+		got = 0
 		for _, l := range c.pub.lanes {
 			got += len(l.queue)
 		}
-		c.pub.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d publishes queued, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got == n
+	}, "%d publishes queued: %s", n, func() string { return fmt.Sprint(got) })
 }
 
 type ctxMark struct{}
@@ -497,19 +492,11 @@ func TestPublishLoneCallerOwnCall(t *testing.T) {
 	}
 	// Wait until the topic is idle again (the flusher's wait for its
 	// callers is over).
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.For(t, 10*time.Second, func() bool {
 		c.pub.mu.Lock()
-		idle := len(c.pub.lanes) == 0
-		c.pub.mu.Unlock()
-		if idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the topic stays busy after its callers were answered")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer c.pub.mu.Unlock()
+		return len(c.pub.lanes) == 0
+	}, "the topic idle after its callers were answered")
 	before := len(g.callIDs())
 	for i := range 20 {
 		mctx := context.WithValue(ctx, ctxMark{}, i)

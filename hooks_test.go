@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
@@ -571,14 +572,8 @@ func TestPanickingHookSparesTheWorker(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not handled")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := client.Get(ctx, "jobs", "a"); errors.Is(err, ontime.ErrNotFound) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not acked")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, func() bool {
+		_, err := client.Get(ctx, "jobs", "a")
+		return errors.Is(err, ontime.ErrNotFound)
+	}, "the timer acked")
 }

@@ -3,11 +3,14 @@ package ontime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
@@ -33,7 +36,14 @@ func (d *outageDriver) Claim(ctx context.Context, topic string, max int, lease t
 // poll interval or 1 s, whichever is shorter, and says so in Health. With the former 5 s cap
 // (±50 % jitter) a worker could report the store unreachable for up to
 // 7.5 s after it had returned; make stress once ended that way.
+//
+// In a bubble (testing/synctest): the time it measures is the worker's
+// own, so a loaded machine's pauses do not count against it.
 func TestWorkersNoticeStoreBack(t *testing.T) {
+	synctest.Test(t, testWorkersNoticeStoreBack)
+}
+
+func testWorkersNoticeStoreBack(t *testing.T) {
 	bolt, err := ontimebolt.Open(filepath.Join(t.TempDir(), "o.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -62,27 +72,17 @@ func TestWorkersNoticeStoreBack(t *testing.T) {
 		})
 		workers = append(workers, w)
 	}
-	time.Sleep(100 * time.Millisecond)
+	synctest.Wait() // every worker started and claimed
 	drv.down.Store(true)
-	deadline := time.Now().Add(5 * time.Second)
 	for i, w := range workers {
-		for w.Health().Healthy {
-			if time.Now().After(deadline) {
-				t.Fatalf("worker %d never noticed the outage", i)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		wait.For(t, 5*time.Second, func() bool { return !w.Health().Healthy }, "worker %d to notice the outage", i)
 	}
 	time.Sleep(8 * time.Second) // every back-off reaches its cap
 	drv.down.Store(false)
 	back := time.Now()
 	for i, w := range workers {
-		for !w.Health().Healthy {
-			if time.Since(back) > 1500*time.Millisecond {
-				t.Fatalf("worker %d still unhealthy %v after the store came back: %+v", i, time.Since(back).Round(time.Millisecond), w.Health())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		wait.For(t, 1500*time.Millisecond, func() bool { return w.Health().Healthy }, "worker %d to be healthy after the store came back: %s", i,
+			func() string { return fmt.Sprintf("%+v", w.Health()) })
 	}
 	t.Logf("all %d workers healthy %v after the store came back", n, time.Since(back).Round(time.Millisecond))
 }

@@ -3,12 +3,14 @@ package ontime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
@@ -77,13 +79,8 @@ func TestStoreCallHook(t *testing.T) {
 	}
 	runWorker(t, w, ctx)
 	<-done
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Contains(h.ops("app:jobs"), "settle") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no settle reported; ops %v", h.ops("app:jobs"))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, func() bool { return slices.Contains(h.ops("app:jobs"), "settle") },
+		"a settle reported; ops %s", func() string { return fmt.Sprint(h.ops("app:jobs")) })
 	if _, err := client.Get(ctx, "jobs", "nope"); !errors.Is(err, ontime.ErrNotFound) {
 		t.Fatalf("Get: %v", err)
 	}

@@ -133,7 +133,7 @@ func TestProduceFailuresRetried(t *testing.T) {
 	}
 
 	s.waitFor(t, 60*time.Second, "every record", func(s *sink) bool { return len(s.got) >= n })
-	time.Sleep(200 * time.Millisecond)
+	s.drain(t, c, 60*time.Second) // late duplicates included
 	dups, lateness := s.check(t, pub)
 	t.Logf("fault answered %d produce requests, %d produce errors; %s; duplicates %d", hits, errs, latenessLine(lateness), dups)
 	for _, st := range r.Stats() {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -222,6 +223,64 @@ func (s *sink) waitFor(t testing.TB, timeout time.Duration, what string, cond fu
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// drain waits until nothing more can arrive: the republishers' group has
+// committed every bucket record (an output is produced before its input is
+// committed, so every output, a duplicate included, has been produced),
+// and the sink has read every record of the destinations and the
+// dead-letter topic. A test checking for duplicates waits for this, not
+// for a sleep a loaded machine may spend before they arrive.
+func (s *sink) drain(t testing.TB, c *cluster, timeout time.Duration) {
+	t.Helper()
+	adm := kadm.NewClient(c.client(t))
+	var last string
+	drained := func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		committed, err := adm.FetchOffsets(ctx, "republishers")
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		ends, err := adm.ListEndOffsets(ctx, c.ladder.Topics()...)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var behind []string
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset <= 0 {
+				return
+			}
+			if co, ok := committed.Lookup(o.Topic, o.Partition); !ok || co.At < o.Offset {
+				behind = append(behind, fmt.Sprintf("%s/%d committed %d of %d", o.Topic, o.Partition, co.At, o.Offset))
+			}
+		})
+		if len(behind) > 0 {
+			last = fmt.Sprint(behind)
+			return false
+		}
+		outs, err := adm.ListEndOffsets(ctx, append(slices.Clone(destinations), dlqTopic)...)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		want := 0
+		outs.Each(func(o kadm.ListedOffset) { want += int(o.Offset) })
+		s.mu.Lock()
+		got := s.total + len(s.dead)
+		s.mu.Unlock()
+		last = fmt.Sprintf("the sink read %d of %d output records", got, want)
+		return got >= want
+	}
+	deadline := time.Now().Add(timeout)
+	for !drained() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for every bucket record committed and every output read: %s", timeout, last)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

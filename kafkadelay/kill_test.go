@@ -84,7 +84,7 @@ func TestRepublisherKilled(t *testing.T) {
 
 	r := c.republisher(t, nil)
 	s.waitFor(t, 60*time.Second, "every record", func(s *sink) bool { return len(s.got) >= n })
-	time.Sleep(300 * time.Millisecond)
+	s.drain(t, c, 60*time.Second) // late duplicates included
 	dups, lateness := s.check(t, pub)
 	t.Logf("%s; duplicates %d (in flight at the kill %d)", latenessLine(lateness), dups, inFlight)
 	if dups > inFlight {

@@ -75,7 +75,7 @@ func TestRebalanceMidRun(t *testing.T) {
 	t.Logf("the second republisher left after moving %d records (released or rerouted), with %d records still pending", sumMoved(r2.Republisher), pending)
 
 	s.waitFor(t, 60*time.Second, "every record", func(s *sink) bool { return len(s.got) >= n })
-	time.Sleep(300 * time.Millisecond) // let late duplicates arrive
+	s.drain(t, c, 60*time.Second) // late duplicates included
 	dups, lateness := s.check(t, pub)
 	bound := obs1.mayRepeat() + obs2.mayRepeat()
 	t.Logf("%s; duplicates %d (bound from the rebalances: %d)", latenessLine(lateness), dups, bound)

@@ -56,7 +56,7 @@ func TestSoakChurnAndFaults(t *testing.T) {
 		g.stop(t)
 	}
 	s.waitFor(t, 2*time.Minute, "every record", func(s *sink) bool { return len(s.got) >= n })
-	time.Sleep(500 * time.Millisecond)
+	s.drain(t, c, 2*time.Minute) // late duplicates included
 	dups, lateness := s.check(t, pub)
 	bound := 0
 	for _, o := range obs {

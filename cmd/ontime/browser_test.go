@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/internal/wire"
 )
 
@@ -347,7 +348,11 @@ target = { type = "http", url = %q, secret = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMU
 
 	// The filter keeps its text and focus across the page's refreshes.
 	b.run("filter the topics", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#filter`), "remi"))
-	time.Sleep(2500 * time.Millisecond) // at least one refresh
+	// At least one refresh: the table drawn before it is replaced by the
+	// one its data draws (a sleep could pass on a loaded machine before
+	// any refresh came).
+	evalJS[bool](b, `(window.beforeRefresh = document.getElementById('topics'), true)`)
+	wait.For(t, 30*time.Second, func() bool { return evalJS[bool](b, `!window.beforeRefresh.isConnected`) }, "a refresh of the topics page")
 	b.run("type more", 10*time.Second, chromedp.SendKeys(chromedp.CSS(`#filter`), "nd"))
 	if got := b.text(`#shown`); got != "1 of 5 topics" {
 		t.Errorf("filtered: %q, want 1 of 5 topics", got)

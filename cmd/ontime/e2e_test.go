@@ -32,6 +32,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/internal/wire"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
@@ -203,13 +204,7 @@ func testWatch(t *testing.T, b *backend) {
 // waitAPI polls cond.
 func waitAPI(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	wait.For(t, timeout, cond, "%s", what)
 }
 
 // testMessages is the README's quick start: POST /messages, then
@@ -797,17 +792,9 @@ func testCLIDirect(t *testing.T, b *backend) {
 	}
 	checkWatch(t, w, []expect{{"first", base}, {"second", base.Add(time.Second)}})
 	// Acked by the watcher: nothing left.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		out := run("ls", topic, "--json")
-		if !strings.Contains(out, `"id"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timers left after watch printed them:\n%s", out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var out string
+	wait.For(t, 30*time.Second, func() bool { out = run("ls", topic, "--json"); return !strings.Contains(out, `"id"`) },
+		"no timer left after watch printed them:\n%s", func() string { return out })
 	if code := w.stop(syscall.SIGINT); code != 0 {
 		t.Errorf("watch --redis exited %d after SIGINT; stderr:\n%s", code, w.stderr())
 	}

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // scrape GETs /metrics of s with token and parses the answer with the
@@ -104,27 +107,28 @@ func testMetrics(t *testing.T, b *backend) {
 	a.must(201, "POST", "/v1/topics/jobs/timers", map[string]any{"id": "later", "body": "c", "at": time.Now().Add(time.Hour).Format(time.RFC3339)})
 
 	var mfs map[string]*dto.MetricFamily
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// The acked counter moves when the handler's outcome is decided, the
+	// handler's duration just after it (a scrape can fall between), the
+	// sampled timer gauges once the store has applied the outcome and the
+	// sampler (every 100 ms) has counted since: wait for all of them.
+	ready := func() bool {
 		var code int
 		code, mfs = scrape(t, s, token)
 		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d", code)
 		}
-		// The acked counter moves when the handler's outcome is decided,
-		// the sampled timer gauges once the store has applied it and the
-		// sampler (every 100 ms) has counted since: wait for both.
-		if sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked") == 2 &&
+		return sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked") == 2 &&
+			sample(mfs, "ontime_handler_duration_seconds", "topic", "jobs") == 2 &&
 			sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled") == 1 &&
-			sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased") == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out: acked %v, scheduled %v, leased %v", sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked"),
-				sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled"), sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased"))
-		}
-		time.Sleep(50 * time.Millisecond)
+			sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased") == 0
 	}
+	wait.For(t, 30*time.Second, ready, "acked 2, handler durations 2, scheduled 1, leased 0; last scrape: %s", func() string {
+		return fmt.Sprintf("acked %v, handler durations %v, scheduled %v, leased %v",
+			sample(mfs, "ontime_deliveries_total", "topic", "jobs", "outcome", "acked"),
+			sample(mfs, "ontime_handler_duration_seconds", "topic", "jobs"),
+			sample(mfs, "ontime_timers", "topic", "jobs", "state", "scheduled"),
+			sample(mfs, "ontime_timers", "topic", "jobs", "state", "leased"))
+	})
 	for _, c := range []struct {
 		name   string
 		labels []string

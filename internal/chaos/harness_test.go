@@ -23,6 +23,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
@@ -280,20 +281,14 @@ func newStoreClient(t *testing.T, rdb redis.UniversalClient, prefix string, log 
 // waitEmpty waits until topic holds no scheduled or leased timer.
 func waitEmpty(t *testing.T, c *ontime.Client, topic string, timeout time.Duration) ontime.Counts {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last ontime.Counts
 	var lastErr error
-	for time.Now().Before(deadline) {
+	wait.For(t, timeout, func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		n, err := c.Count(ctx, topic)
-		cancel()
-		if err == nil && n.Scheduled == 0 && n.Leased == 0 {
-			return n
-		}
-		last, lastErr = n, err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the store still holds timers after %v: %+v (err %v)", timeout, last, lastErr)
+		defer cancel()
+		last, lastErr = c.Count(ctx, topic)
+		return lastErr == nil && last.Scheduled == 0 && last.Leased == 0
+	}, "the store to hold no timer: %s", func() string { return fmt.Sprintf("%+v (err %v)", last, lastErr) })
 	return last
 }
 

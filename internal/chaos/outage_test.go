@@ -16,6 +16,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // outageParams sizes TestRedisRestart and TestRedisPause; see
@@ -192,6 +193,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 	health := make([]healthLog, len(workers))
 	sampleDone := make(chan struct{})
 	stopSample := make(chan struct{})
+	var samplePasses atomic.Int64
 	go func() {
 		defer close(sampleDone)
 		tk := time.NewTicker(2 * time.Millisecond)
@@ -210,6 +212,7 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 					health[i].sawUpAfterDown = true
 				}
 			}
+			samplePasses.Add(1)
 		}
 	}()
 
@@ -253,8 +256,20 @@ func runOutage(t *testing.T, p outageParams, kind string, srv *redistest.Server,
 	<-pubDone
 
 	counts := waitEmpty(t, pub, topic, 60*time.Second)
-	// Give the last health transition a moment to be sampled.
-	time.Sleep(50 * time.Millisecond)
+	// The last health transitions sampled: every worker healthy again (a
+	// worker whose back-off still runs may come back after the store
+	// emptied; one that does not is reported below), then two passes of
+	// the sampler.
+	_ = wait.Until(10*time.Second, func() bool {
+		for _, w := range workers {
+			if !w.Health().Healthy {
+				return false
+			}
+		}
+		return true
+	})
+	passes := samplePasses.Load()
+	wait.For(t, 10*time.Second, func() bool { return samplePasses.Load() >= passes+2 }, "two passes of the health sampler")
 	close(stopSample)
 	<-sampleDone
 	stopWorkers()

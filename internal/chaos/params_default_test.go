@@ -12,16 +12,19 @@ var (
 	}
 )
 
-// The outages last 2.5 s: a worker only learns of one when a store call
+// The outages last 3.5 s: a worker only learns of one when a store call
 // times out (2 s for this lease, plus up to a poll interval before it
-// calls), so a shorter one may pass unnoticed; see runOutage.
+// calls), so a shorter one may pass unnoticed; see runOutage. The second
+// past that bound is for a loaded machine: with 2.5 s (the bound plus
+// 300 ms) a worker of TestRedisPause once stayed healthy through the
+// pause while two other processes kept both cores busy.
 var (
 	restartDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 1, outage: 2500 * time.Millisecond, between: time.Second,
+		cycles: 1, outage: 3500 * time.Millisecond, between: time.Second,
 	}
 	pauseDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 1, outage: 2500 * time.Millisecond, between: time.Second,
+		cycles: 1, outage: 3500 * time.Millisecond, between: time.Second,
 	}
 )

@@ -5,12 +5,16 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // overlapTracker records handler starts and ends per timer id, and every
@@ -217,7 +221,12 @@ func TestPartitionedWorkerNoOverlap(t *testing.T) {
 		proxy := redistest.StartProxy(t, srv.Addr)
 		prefix := redistest.Prefix(t)
 		const topic = "partition-slow-claim"
-		c, _ := newStoreClient(t, readmeClient(t, proxy.Addr), prefix, nil)
+		_, d := newStoreClient(t, readmeClient(t, proxy.Addr), prefix, nil)
+		var claims atomic.Int64
+		c, err := ontime.NewClient(d, &ontime.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hooks: []any{claimHook(func() { claims.Add(1) })}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		pub, _ := newStoreClient(t, readmeClient(t, srv.Addr), prefix, nil)
 		type run struct {
 			attempt   int
@@ -234,7 +243,8 @@ func TestPartitionedWorkerNoOverlap(t *testing.T) {
 				return ctx.Err()
 			}
 		}, opts)
-		time.Sleep(300 * time.Millisecond) // the worker is idle, polling
+		// The worker is idle, polling: its claims come and find nothing.
+		wait.For(t, 20*time.Second, func() bool { return claims.Load() >= 2 }, "two claims of the idle worker")
 		proxy.Partition()
 		if _, err := pub.Publish(t.Context(), topic, []byte("x"), ontime.WithID("slow")); err != nil {
 			t.Fatal(err)
@@ -251,4 +261,14 @@ func TestPartitionedWorkerNoOverlap(t *testing.T) {
 		}
 		waitEmpty(t, pub, topic, 5*time.Second)
 	})
+}
+
+// claimHook is a StoreCallHook calling itself after each claim that
+// returned.
+type claimHook func()
+
+func (h claimHook) StoreCall(_ context.Context, c ontime.StoreCall) {
+	if c.Op == "claim" {
+		h()
+	}
 }

@@ -4,11 +4,14 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // TestRedisPauseHealth: a worker whose store stops answering (redis-server
@@ -44,21 +47,32 @@ func TestRedisPauseHealth(t *testing.T) {
 		_ = w.Stop(sctx)
 		<-runErr
 	})
-	time.Sleep(300 * time.Millisecond)
+	// The worker runs: redis-server has seen two of its claims (a claim
+	// every 100 ms), so the pause catches its claim loop, not its start.
+	wait.For(t, 20*time.Second, func() bool {
+		info, err := rdb.Info(t.Context(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			var n int
+			if _, err := fmt.Sscanf(line, "cmdstat_evalsha:calls=%d,", &n); err == nil {
+				return n >= 2
+			}
+		}
+		return false
+	}, "two claims of the worker")
 	srv.Pause()
 	start := time.Now()
 	// The bound is 2 s (storeCallTimeout of a 1 s lease) after the claim
 	// in flight began, plus up to one PollInterval before it; 4 s leaves
 	// room for a loaded machine and stays below go-redis's own 5 s read
 	// timeout, so a client that ignores context deadlines fails here.
-	for time.Since(start) < 4*time.Second {
-		if !w.Health().Healthy {
-			t.Logf("unhealthy %v after the pause began", time.Since(start).Round(time.Millisecond))
-			srv.Resume()
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	err := wait.Until(4*time.Second, func() bool { return !w.Health().Healthy })
 	srv.Resume()
+	if err == nil {
+		t.Logf("unhealthy %v after the pause began", time.Since(start).Round(time.Millisecond))
+		return
+	}
 	t.Errorf("Health() stayed true through a %v pause of redis-server (lease 1s): a Claim or Settle should have timed out after storeCallTimeout (2 s for this lease) and turned the worker unhealthy", time.Since(start).Round(time.Millisecond))
 }

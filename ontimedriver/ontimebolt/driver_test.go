@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ontime-go/ontime/internal/wait"
@@ -393,8 +395,15 @@ func TestSnoozeReleaseIsDueAtOnce(t *testing.T) {
 	}
 }
 
+// TestExtend runs in a bubble (testing/synctest): the 50 ms lease does not
+// run out before the Extend on a loaded machine, and the sleep past it is
+// the bubble's.
 func TestExtend(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testExtend)
+}
+
+func testExtend(t *testing.T) {
 	d, _ := open(t, nil)
 	schedule(t, d, "q", ontimedriver.NewTimer{ID: "x"})
 	r := claim(t, d, "q", 1, 50*time.Millisecond)
@@ -694,6 +703,7 @@ func TestCloseWhileWriting(t *testing.T) {
 	t.Parallel()
 	d, _ := open(t, nil)
 	var wg sync.WaitGroup
+	var written atomic.Int64
 	for g := range 8 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -705,10 +715,13 @@ func TestCloseWhileWriting(t *testing.T) {
 					t.Errorf("Schedule: %v", err)
 					return
 				}
+				written.Add(1)
 			}
 		})
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Close while the writers are under way (32 timers written between
+	// them), not after a sleep a loaded machine may spend before any ran.
+	wait.For(t, 30*time.Second, func() bool { return written.Load() >= 8*4 }, "32 writes")
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}

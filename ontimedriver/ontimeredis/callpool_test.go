@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ontime-go/ontime/internal/wait"
@@ -12,8 +13,14 @@ import (
 
 // TestCallPool: calls made one after another run on one pooled
 // goroutine, a call that hangs does not hold up the next one, and close
-// ends the idle goroutines.
+// ends the idle goroutines. In a bubble (testing/synctest): synctest.Wait
+// is the event that the pooled goroutine is back waiting, however busy the
+// machine.
 func TestCallPool(t *testing.T) {
+	synctest.Test(t, testCallPool)
+}
+
+func testCallPool(t *testing.T) {
 	var p callPool
 	p.init()
 	base := runtime.NumGoroutine()
@@ -21,15 +28,15 @@ func TestCallPool(t *testing.T) {
 
 	// Sequential calls: the pooled goroutine is found idle again (a call
 	// that comes before it is back waiting starts another, which is
-	// allowed; with a pause between calls that is rare).
+	// allowed; here each call waits until it is).
 	for range 200 {
 		done := make(chan struct{})
 		p.run(func() { close(done) })
 		<-done
-		time.Sleep(100 * time.Microsecond)
+		synctest.Wait()
 	}
-	if n := p.started.Load(); n > 20 {
-		t.Fatalf("200 calls one after another started %d goroutines; want them reused", n)
+	if n := p.started.Load(); n != 1 {
+		t.Fatalf("200 calls one after another, each made once the last had ended, started %d goroutines; want one, reused", n)
 	}
 
 	// A hanging call holds its own goroutine only.

@@ -25,7 +25,12 @@ func TestCompatPublishWakesPastPythonHead(t *testing.T) {
 	e := newCompat(t, "")
 	const topic = "wake-py"
 	got := make(chan string, 10)
-	w := ontime.NewWorker(e.client, &ontime.WorkerConfig{Logger: quiet})
+	claims := &claimCounter{}
+	wc, err := ontime.NewClient(e.d, &ontime.Config{Logger: quiet, Hooks: []any{claims}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := ontime.NewWorker(wc, &ontime.WorkerConfig{Logger: quiet})
 	if err := ontime.Handle(w, topic, func(ctx context.Context, m *ontime.Message[string]) error {
 		got <- m.ID
 		return nil
@@ -33,9 +38,10 @@ func TestCompatPublishWakesPastPythonHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, w)
-	// Let the worker find the topic empty and go to sleep for its poll
-	// interval.
-	time.Sleep(300 * time.Millisecond)
+	// The worker found the topic empty (its first claim returned, after
+	// it subscribed) and sleeps for its poll interval: a timer it gets
+	// within 3 s from here on came by a wake-up.
+	wait.For(t, 20*time.Second, func() bool { return claims.get(topic) >= 1 }, "the worker's first claim")
 	score := float64(time.Now().Add(-time.Second).UnixMicro()) / 1e6 // due a second ago
 	if _, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, e.timeline+":"+topic, redis.Z{Score: score, Member: "py-1"})

@@ -13,6 +13,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/internal/server"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/internal/wire"
 )
 
@@ -53,13 +54,8 @@ func TestWatchRedisJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(stdout.String(), "\n") {
-		if time.Now().After(deadline) {
-			t.Fatalf("watch printed nothing; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 15*time.Second, func() bool { return strings.Contains(stdout.String(), "\n") },
+		"watch to print a line; stderr:\n%s", func() string { return stderr.String() })
 	line := strings.TrimSuffix(stdout.String(), "\n")
 	if err := spec.CheckSchema("Event", []byte(line)); err != nil {
 		t.Errorf("line %q: %v", line, err)
@@ -73,19 +69,14 @@ func TestWatchRedisJSON(t *testing.T) {
 		t.Errorf("event %s", line)
 	}
 	// Acked once printed.
-	for {
-		n, err := client.Count(t.Context(), topic)
-		if err != nil {
+	var n ontime.Counts
+	wait.For(t, 15*time.Second, func() bool {
+		var err error
+		if n, err = client.Count(t.Context(), topic); err != nil {
 			t.Fatal(err)
 		}
-		if n.Scheduled+n.Leased == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the timer was not acked: %+v", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n.Scheduled+n.Leased == 0
+	}, "the timer acked: %s", func() string { return fmt.Sprintf("%+v", n) })
 	cancel()
 	select {
 	case code := <-exit:

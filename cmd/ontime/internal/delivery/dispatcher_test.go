@@ -14,6 +14,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
+	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
 )
 
@@ -143,13 +144,8 @@ func TestWatcherLeaves(t *testing.T) {
 		t.Error("a watcher that confirmed nothing was sent a second event")
 	}
 	w.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(logs.String(), `msg="timer fired"`) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log target did not take the 3 timers:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.For(t, 10*time.Second, func() bool { return strings.Count(logs.String(), `msg="timer fired"`) >= 3 },
+		"the log target to take the 3 timers:\n%s", func() string { return logs.String() })
 	if !strings.Contains(logs.String(), "id="+ev.Msg.ID+" due_at=") || !strings.Contains(logs.String(), "attempt=2") {
 		t.Errorf("the unconfirmed timer %s did not come back as attempt 2:\n%s", ev.Msg.ID, logs.String())
 	}
@@ -164,20 +160,14 @@ func TestWatcherLeaves(t *testing.T) {
 
 func waitCount(t *testing.T, c *ontime.Client, topic string, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := c.Count(t.Context(), topic)
-		if err != nil {
+	var n ontime.Counts
+	wait.For(t, 10*time.Second, func() bool {
+		var err error
+		if n, err = c.Count(t.Context(), topic); err != nil {
 			t.Fatal(err)
 		}
-		if n.Scheduled+n.Leased == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %+v, want %d", topic, n, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return n.Scheduled+n.Leased == want
+	}, "%s to hold %d timers: %s", topic, want, func() string { return fmt.Sprintf("%+v", n) })
 }
 
 // TestWatcherExpires: an event not confirmed within the topic's lease ends

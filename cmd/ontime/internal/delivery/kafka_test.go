@@ -16,6 +16,7 @@ import (
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/config"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // kafkaCluster is a kfake cluster on loopback with topics.
@@ -114,10 +115,7 @@ func TestKafkaTargetDelivers(t *testing.T) {
 		}
 		due[id] = ti.Due
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(got()) < 4 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	_ = wait.Until(15*time.Second, func() bool { return len(got()) >= 4 }) // the count is checked below
 	recs := got()
 	if len(recs) != 4 {
 		t.Fatalf("%d records in Kafka, want 4", len(recs))
