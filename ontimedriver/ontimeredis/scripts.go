@@ -90,6 +90,7 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 		}
 		return res, err
 	})
+	d.observe(keys, err)
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: %s: %w", s.name, err)
 	}
