@@ -98,3 +98,41 @@ func TestOpenRedisTopologies(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRedisTLS: a rediss:// URL with the CA file (and a client
+// certificate, which this server requires) reaches a TLS-only Redis; the
+// system CAs alone, or no client certificate, fail with the TLS error.
+func TestOpenRedisTLS(t *testing.T) {
+	t.Parallel()
+	files := redistest.NewTLSFiles(t)
+	srv := redistest.StartServer(t, redistest.WithTLS(files), redistest.Args("--tls-auth-clients", "yes"))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ping := func(tlsFiles RedisTLS) error {
+		st, err := OpenRedis(RedisOptions{URL: srv.URL(), Prefix: redistest.Prefix(t), TLS: tlsFiles}, log)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		return st.Driver.Ping(ctx)
+	}
+	if !strings.HasPrefix(srv.URL(), "rediss://") {
+		t.Fatalf("URL %s", srv.URL())
+	}
+	if err := ping(RedisTLS{CAFile: files.CAFile, CertFile: files.ClientCertFile, KeyFile: files.ClientKeyFile}); err != nil {
+		t.Fatalf("with the CA and a client certificate: %v", err)
+	}
+	if err := ping(RedisTLS{CertFile: files.ClientCertFile, KeyFile: files.ClientKeyFile}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without the CA: %v, want a certificate error", err)
+	}
+	if err := ping(RedisTLS{CAFile: files.CAFile}); err == nil {
+		t.Errorf("without the client certificate the server requires: no error")
+	}
+	if err := ping(RedisTLS{CAFile: files.CertFile + ".missing"}); err == nil || !strings.Contains(err.Error(), "redis TLS CA") {
+		t.Errorf("a missing CA file: %v", err)
+	}
+	if err := ping(RedisTLS{CAFile: files.CAFile, CertFile: files.ClientCertFile}); err == nil || !strings.Contains(err.Error(), "key") {
+		t.Errorf("a certificate without its key: %v", err)
+	}
+}
