@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -122,8 +123,11 @@ func (r *reloader) close() {
 
 // faults tracks the topics whose calls fail (see UnavailableTopics).
 type faults struct {
-	mu sync.Mutex
-	m  map[string]*ontimedriver.TopicFault
+	// any is true while m may hold an entry, so that a call that succeeds
+	// takes no lock when no topic is faulty (the common case).
+	any atomic.Bool
+	mu  sync.Mutex
+	m   map[string]*ontimedriver.TopicFault
 }
 
 func (f *faults) note(topic string, err error) {
@@ -133,11 +137,11 @@ func (f *faults) note(topic string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err == nil {
-		if f.m != nil {
-			delete(f.m, topic)
-		}
+		delete(f.m, topic)
+		f.any.Store(len(f.m) > 0)
 		return
 	}
+	f.any.Store(true)
 	now := time.Now()
 	if f.m == nil {
 		f.m = map[string]*ontimedriver.TopicFault{}
@@ -162,6 +166,7 @@ func (f *faults) list() []ontimedriver.TopicFault {
 		}
 		out = append(out, *ft)
 	}
+	f.any.Store(len(f.m) > 0)
 	slices.SortFunc(out, func(a, b ontimedriver.TopicFault) int { return strings.Compare(a.Topic, b.Topic) })
 	return out
 }
@@ -181,6 +186,8 @@ func (d *Driver) observe(ks []string, err error) {
 	}
 	if err != nil {
 		d.reload.failed()
+	} else if !d.faults.any.Load() {
+		return
 	}
 	if len(ks) > 0 {
 		d.faults.note(d.topicOfKey(ks[0]), err)
