@@ -45,7 +45,7 @@ var _ ontimedriver.TopicFaults = (*Driver)(nil)
 // (or a Cluster could not serve the slot), rather than being a reply of
 // Redis to the command or the caller giving up.
 func unreachable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ontimedriver.ErrClosed) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ontimedriver.ErrClosed) || errors.Is(err, redis.ErrClosed) {
 		return false
 	}
 	var re redis.Error
