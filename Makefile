@@ -12,7 +12,8 @@ MODULES := $(shell $(GO) list -m -f '{{.Dir}}' 2>/dev/null)
 test: deps lint race
 
 ## deps: what the tests need from Debian's packages when it is missing: redis-server (tests start their own on
-## a free port), kcat (librdkafka's client, an independent check of the Kafka republisher) and chromium (the
+## a free port: single servers, a Cluster with replicas, and a Sentinel setup, whose sentinels are
+## redis-server --sentinel, so redis-sentinel is not needed), kcat (librdkafka's client, an independent check of the Kafka republisher) and chromium (the
 ## dashboard's browser tests drive it headless; nothing downloads a browser), curl (the README's curl -d, checked
 ## against the server's cross-origin rules).
 DEBIAN_DEPS := redis-server:redis-server kcat:kcat chromium:chromium curl:curl

@@ -34,9 +34,9 @@
 // partitions or stalls the link. [StartCluster] starts a Redis Cluster of
 // such servers (masters, and replicas with [WithReplicas]). Both are a
 // [Topology]: a set of [Server] processes a test can break one by one and a
-// client of the whole. A further topology (a Sentinel setup: a primary, its
-// replicas and the sentinels, each a Server started with [ConfigFile] and
-// the --sentinel argument) is built the same way.
+// client of the whole. [StartSentinel] starts a Sentinel setup (a primary,
+// its replicas and three sentinels, each a Server, the sentinels started
+// with [ConfigFile] and the --sentinel argument).
 //
 // redis-server missing is a failure, not a skip: `make test` installs it
 // (the Makefile's deps target).

@@ -100,3 +100,31 @@ func TestConfigFileAndTopology(t *testing.T) {
 		t.Fatalf("Nodes = %v", n)
 	}
 }
+
+// TestSentinelFailover: the Sentinel setup settles, its failover client
+// writes to the primary, and after the primary is killed the sentinels
+// promote the replica, which has the write, and the client follows.
+func TestSentinelFailover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.StartSentinel(t)
+	c := s.NewClient(t)
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(ctx, 1, 5*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := s.PrimaryAddr(ctx); err != nil || a != s.Primary.Addr {
+		t.Fatalf("PrimaryAddr = %q, %v; want %s", a, err, s.Primary.Addr)
+	}
+	s.Primary.Kill()
+	wait.For(t, 30*time.Second, func() bool {
+		a, err := s.PrimaryAddr(ctx)
+		return err == nil && a == s.Replicas[0].Addr
+	}, "the replica promoted")
+	wait.For(t, 30*time.Second, func() bool { return c.Get(ctx, "k").Val() == "v" }, "GET through the failover client after the failover")
+	if !strings.HasPrefix(s.URL(), "redis+sentinel://127.0.0.1:") || len(s.Nodes()) != 5 {
+		t.Fatalf("URL %q, %d nodes", s.URL(), len(s.Nodes()))
+	}
+}

@@ -44,6 +44,8 @@ type serverConfig struct {
 	// conf, if set, is written to redis.conf in the server's directory,
 	// which redis-server is started with (and may rewrite).
 	conf *string
+	// tls, if set, makes the port a TLS port (WithTLS).
+	tls *TLSFiles
 }
 
 // AppendOnly turns on the append-only file with fsync on every write, so
@@ -136,6 +138,11 @@ func (s *Server) args() []string {
 		"--loglevel", "warning",
 		"--databases", "1",
 	)
+	if f := s.cfg.tls; f != nil {
+		a = append(a, "--port", "0", "--tls-port", strconv.Itoa(s.port),
+			"--tls-cert-file", f.CertFile, "--tls-key-file", f.KeyFile,
+			"--tls-ca-cert-file", f.CAFile, "--tls-auth-clients", "optional")
+	}
 	if s.cfg.appendOnly {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
@@ -167,7 +174,7 @@ func (s *Server) start() error {
 	s.cmd, s.exited, s.log, s.paused = cmd, exited, log, false
 	s.mu.Unlock()
 
-	if err := waitPing(s.Addr, exited, 10*time.Second); err != nil {
+	if err := waitPing(s.clientOptions(), exited, 10*time.Second); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("redistest: redis-server on %s did not come up: %w\n%s", s.Addr, err, log.String())
@@ -175,11 +182,19 @@ func (s *Server) start() error {
 	return nil
 }
 
-func waitPing(addr string, exited <-chan struct{}, timeout time.Duration) error {
-	c := redis.NewClient(&redis.Options{
-		Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: time.Second, PoolSize: 1,
-	})
+// clientOptions are the options of a client of s: its address, and TLS
+// with WithTLS.
+func (s *Server) clientOptions() *redis.Options {
+	o := &redis.Options{Addr: s.Addr}
+	if s.cfg.tls != nil {
+		o.TLSConfig = s.cfg.tls.ClientConfig()
+	}
+	return o
+}
+
+func waitPing(o *redis.Options, exited <-chan struct{}, timeout time.Duration) error {
+	o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.PoolSize = -1, 200*time.Millisecond, time.Second, 1
+	c := redis.NewClient(o)
 	defer c.Close()
 	deadline := time.Now().Add(timeout)
 	var err error
@@ -200,21 +215,22 @@ func waitPing(addr string, exited <-chan struct{}, timeout time.Duration) error 
 	return err
 }
 
-// URL returns redis://Addr/0.
-func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
+// URL returns redis://Addr/0 (rediss:// WithTLS).
+func (s *Server) URL() string {
+	if s.cfg.tls != nil {
+		return "rediss://" + s.Addr + "/0"
+	}
+	return "redis://" + s.Addr + "/0"
+}
 
 // NewClient returns a client of s, closed when tb ends. Its options suit
 // tests that break the server: short timeouts, and context deadlines
 // are honoured.
 func (s *Server) NewClient(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := redis.NewClient(&redis.Options{
-		Addr:                  s.Addr,
-		DialTimeout:           time.Second,
-		ReadTimeout:           2 * time.Second,
-		WriteTimeout:          2 * time.Second,
-		ContextTimeoutEnabled: true,
-	})
+	o := s.clientOptions()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.ContextTimeoutEnabled = time.Second, 2*time.Second, 2*time.Second, true
+	c := redis.NewClient(o)
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -22,4 +22,5 @@ type Topology interface {
 var (
 	_ Topology = (*Server)(nil)
 	_ Topology = (*Cluster)(nil)
+	_ Topology = (*Sentinel)(nil)
 )

@@ -26,6 +26,7 @@ import (
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/internal/activity"
 	"github.com/ontime-go/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // OpenAPI is the API's OpenAPI 3 document.
@@ -580,7 +581,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	err := s.o.Client.Ping(ctx)
 	if err == nil {
-		writeJSON(w, http.StatusOK, wire.Status{Status: "ready"})
+		writeJSON(w, http.StatusOK, s.readiness(w))
 		return
 	}
 	rid := requestID(w)
@@ -590,6 +591,30 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		out.Error = err.Error()
 	}
 	writeJSON(w, http.StatusServiceUnavailable, out)
+}
+
+// readiness is /readyz's answer when the store answers: "ready", or
+// "degraded" while the driver reports topics whose calls fail (a Redis
+// Cluster master down, until its replica is promoted and the client knows
+// it), listed for an admin token only. It stays 200: every instance of the
+// server shares the store, so a load balancer that took them all out
+// would refuse the topics that work too.
+func (s *Server) readiness(w http.ResponseWriter) wire.Status {
+	tf, ok := ontimedriver.As[ontimedriver.TopicFaults](s.o.Client.Driver())
+	if !ok {
+		return wire.Status{Status: "ready"}
+	}
+	faults := tf.UnavailableTopics()
+	if len(faults) == 0 {
+		return wire.Status{Status: "ready"}
+	}
+	out := wire.Status{Status: "degraded"}
+	if rec, ok := w.(*statusRecorder); ok && len(s.tokens) > 0 && rec.role == RoleAdmin {
+		for _, f := range faults {
+			out.UnavailableTopics = append(out.UnavailableTopics, wire.UnavailableTopic{Topic: f.Topic, Since: f.Since.UTC(), Error: f.Err})
+		}
+	}
+	return out
 }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {

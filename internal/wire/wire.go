@@ -281,12 +281,24 @@ type Error struct {
 	Error ErrorBody `json:"error"`
 }
 
-// Status answers /healthz ("ok") and /readyz ("ready", or "unavailable"
+// Status answers /healthz ("ok") and /readyz ("ready"; "degraded" while
+// some topics cannot be served, listed for an admin token; or "unavailable"
 // with the request id, and the store's error for an admin token).
 type Status struct {
 	Status    string `json:"status"`
 	RequestID string `json:"request_id,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// UnavailableTopics, with "degraded" and for an admin token only, are
+	// the topics whose store calls fail although the store answers.
+	UnavailableTopics []UnavailableTopic `json:"unavailable_topics,omitempty"`
+}
+
+// UnavailableTopic is a topic the store cannot serve now (see
+// ontimedriver.TopicFaults).
+type UnavailableTopic struct {
+	Topic string    `json:"topic"`
+	Since time.Time `json:"since"`
+	Error string    `json:"error"`
 }
 
 // ErrorBody says what went wrong: Code is stable, Message is for people.

@@ -15,12 +15,16 @@ import (
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
-// TestConformanceCluster runs the conformance suite on a Redis Cluster of
-// three masters (three processes). Topics hash to different masters; every
-// key of one topic lands on one.
+// TestConformanceCluster runs the conformance and library suites on a
+// Redis Cluster of three masters and three replicas (six processes). Topics
+// hash to different masters; every key of one topic lands on one.
 func TestConformanceCluster(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.StartCluster(t, 3)
+	cluster := redistest.StartCluster(t, 3, redistest.WithReplicas(3))
+	t.Run("Library", func(t *testing.T) {
+		t.Parallel()
+		drivertest.RunLibrary(t, topologyHarness(func(tb testing.TB) redis.UniversalClient { return cluster.NewClient(tb) }, ontimeredis.Options{ClusterTopicIndex: true}))
+	})
 	var mu sync.Mutex
 	made := map[ontimedriver.Driver]ontimeredis.Options{}
 	open := func(t testing.TB, o ontimeredis.Options) *ontimeredis.Driver {

@@ -150,6 +150,60 @@
 // SubscribeTopics and SyncTopicIndex return an error wrapping
 // ontimedriver.ErrNoTopicIndex.
 //
+// # ACL rules
+//
+// A Redis user (ACL) for ontime needs, with the default prefix "ontime:"
+// (replace it with yours; native layout):
+//
+//	ACL SETUSER ontime-worker on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange
+//	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
+//	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
+//	    +subscribe +unsubscribe +psubscribe +punsubscribe
+//	    resetkeys ~ontime:* resetchannels &ontime:* &ontime:{*}:wake
+//
+// The commands are those the driver sends (PING, EVALSHA and EVAL, the
+// topic registry's SMEMBERS/SADD/SREM/SSCAN, EXISTS, ZCARD, ZRANGE) and
+// those its scripts run: Redis checks a script's commands against the user
+// too. Every key starts with the prefix (~ontime:*: the topics' keys, the
+// registry ontime:topics and the index ontime:{topics}:*). The scripts
+// PUBLISH wake-ups on ontime:{topic}:wake, and workers SUBSCRIBE to them
+// (&ontime:*). A pattern worker (ontime.HandleTopics with pattern P)
+// PSUBSCRIBEs to ontime:{P}:wake, and Redis allows a PSUBSCRIBE only when
+// the user's channel rules hold that pattern literally: grant each one,
+// &ontime:{*}:wake for "*", &ontime:{tenant-*}:wake for "tenant-*" (or
+// allchannels; the channels carry due times only).
+//
+// A publisher (a process that only publishes, cancels and reads timers)
+// needs the same without the four subscribe commands and the literal
+// patterns:
+//
+//	ACL SETUSER ontime-publisher on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange
+//	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
+//	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
+//	    resetkeys ~ontime:* resetchannels &ontime:*
+//
+// On a Redis Cluster go-redis also reads the slot map: add +cluster|slots
+// (and +readonly for a client that reads from replicas). A user that lacks
+// a rule gets Redis's refusal, with a pointer to this section: "NOPERM this
+// user has no permissions to run the 'evalsha' command", "NOPERM ... to
+// access one of the keys", or, for a command inside a script, Redis 7.0's
+// "The user executing the script can't run this command or subcommand".
+// (TestACLWorkerRules runs the conformance and library suites as a user
+// with exactly these rules, over TLS; TestACLPublisherRules checks the
+// publisher's and the refusals.)
+//
+// # Failover
+//
+// On Sentinel, build the client with redis.NewFailoverClient: it follows
+// the primary the sentinels name. On a Redis Cluster with replicas the
+// driver reloads the client's slot map itself when calls fail without a
+// reply (a dead master), every 200 ms while they do, so that a dead
+// master's topics are served by its promoted replica within about a
+// second of the promotion, not at go-redis's next periodic reload (a
+// minute); UnavailableTopics lists the topics whose calls fail meanwhile.
+// Replication is asynchronous: what the old master acknowledged in its
+// last moments can be lost (docs/guarantees.md, "A Redis failover").
+//
 // # Compatible layout
 //
 // Options{Layout: Compatible} reads and writes the keys, scores and

@@ -43,6 +43,10 @@ type Driver struct {
 	hub hub
 	// pool runs the calls bounded cannot run on the caller's goroutine.
 	pool callPool
+	// reload reloads a Cluster's slot map during an outage, and faults
+	// tracks the topics whose calls fail (failover.go).
+	reload reloader
+	faults faults
 }
 
 var _ ontimedriver.Driver = (*Driver)(nil)
@@ -80,6 +84,7 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 	}
 	d.hub.init(d)
 	d.pool.init()
+	d.reload.init(rdb)
 	return d, nil
 }
 
@@ -148,6 +153,7 @@ func (d *Driver) Ping(ctx context.Context) error {
 		return errClosed
 	}
 	if _, err := bounded(d, ctx, func(ctx context.Context) (string, error) { return d.rdb.Ping(ctx).Result() }); err != nil {
+		d.observe(nil, err)
 		return fmt.Errorf("ontimeredis: ping: %w", err)
 	}
 	return nil
@@ -160,6 +166,7 @@ func (d *Driver) Close() error {
 	}
 	d.hub.close()
 	d.pool.close()
+	d.reload.close()
 	return nil
 }
 

@@ -90,8 +90,18 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 		}
 		return res, err
 	})
+	d.observe(keys, err)
 	if err != nil {
-		return nil, fmt.Errorf("ontimeredis: %s: %w", s.name, err)
+		return nil, fmt.Errorf("ontimeredis: %s: %w%s", s.name, err, permissionHint(err))
 	}
 	return res, nil
+}
+
+// permissionHint is what an error of a Redis ACL refusal (NOPERM) gets
+// appended: where the rules ontime needs are.
+func permissionHint(err error) string {
+	if msg := err.Error(); strings.Contains(msg, "NOPERM") || strings.Contains(msg, "The user executing the script can't run") {
+		return " (the Redis user lacks a command, key or channel ontime needs: see the ontimeredis package documentation, \"ACL rules\")"
+	}
+	return ""
 }

@@ -368,6 +368,9 @@ func (h *hub) read(ps *redis.PubSub) {
 				h.d.log.Warn("ontimeredis: wake-up subscription lost; workers fall back to polling until it is back", "error", err)
 				failing = true
 			}
+			// On a Cluster the connection goes to the master of the first
+			// channel's slot: a dead one until the slot map is reloaded.
+			h.d.reload.failed()
 			h.resetPending()
 			h.broadcast(time.Time{})
 			wait = backoff.Next(wait, 50*time.Millisecond, 2*time.Second)

@@ -29,6 +29,7 @@ type clientOpts struct {
 	redis       string
 	redisLayout string
 	redisPrefix string
+	redisTLS    store.RedisTLS
 	json        bool
 	timeout     time.Duration
 }
@@ -40,6 +41,9 @@ func addClientFlags(cmd *cobra.Command, o *clientOpts) {
 	f.StringVar(&o.redis, "redis", "", "talk straight to Redis at this URL instead of a server (env ONTIME_REDIS)")
 	f.StringVar(&o.redisLayout, "redis-layout", "", "with --redis: native or compat (env ONTIME_REDIS_LAYOUT)")
 	f.StringVar(&o.redisPrefix, "redis-prefix", "", "with --redis: key prefix (env ONTIME_REDIS_PREFIX)")
+	f.StringVar(&o.redisTLS.CAFile, "redis-tls-ca", "", "with a rediss URL: PEM CA certificates to trust (env ONTIME_REDIS_TLS_CA)")
+	f.StringVar(&o.redisTLS.CertFile, "redis-tls-cert", "", "with a rediss URL: PEM client certificate (env ONTIME_REDIS_TLS_CERT)")
+	f.StringVar(&o.redisTLS.KeyFile, "redis-tls-key", "", "with a rediss URL: PEM key of --redis-tls-cert (env ONTIME_REDIS_TLS_KEY)")
 	f.BoolVar(&o.json, "json", false, "print JSON for scripts")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "request timeout")
 }
@@ -56,6 +60,9 @@ func (o *clientOpts) fill(lookup func(string) (string, bool)) {
 	get(&o.redis, "ONTIME_REDIS")
 	get(&o.redisLayout, "ONTIME_REDIS_LAYOUT")
 	get(&o.redisPrefix, "ONTIME_REDIS_PREFIX")
+	get(&o.redisTLS.CAFile, "ONTIME_REDIS_TLS_CA")
+	get(&o.redisTLS.CertFile, "ONTIME_REDIS_TLS_CERT")
+	get(&o.redisTLS.KeyFile, "ONTIME_REDIS_TLS_KEY")
 	if o.server == "" {
 		o.server = config.DefaultServer
 	}
@@ -85,7 +92,7 @@ func (o *clientOpts) connect(e *env) (*apiClient, error) {
 		}
 		log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		store.RouteRedisLogs(log)
-		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Layout: o.redisLayout, Prefix: o.redisPrefix}, log)
+		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Layout: o.redisLayout, Prefix: o.redisPrefix, TLS: o.redisTLS}, log)
 		if err != nil {
 			return nil, &exitError{code: ExitUnavailable, err: err}
 		}

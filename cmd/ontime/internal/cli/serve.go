@@ -33,6 +33,9 @@ var serveFlags = map[string]string{
 	"redis":                   "redis",
 	"redis-layout":            "redis_layout",
 	"redis-prefix":            "redis_prefix",
+	"redis-tls-ca":            "redis_tls_ca",
+	"redis-tls-cert":          "redis_tls_cert",
+	"redis-tls-key":           "redis_tls_key",
 	"max-body-bytes":          "max_body_bytes",
 	"read-timeout":            "read_timeout",
 	"max-inflight-bytes":      "max_inflight_bytes",
@@ -75,6 +78,9 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis", "", "use Redis at this URL instead of the embedded store (env ONTIME_REDIS)")
 	f.String("redis-layout", "native", "Redis layout: native or compat (env ONTIME_REDIS_LAYOUT)")
 	f.String("redis-prefix", "", "Redis key prefix (env ONTIME_REDIS_PREFIX)")
+	f.String("redis-tls-ca", "", "PEM CA certificates to trust for a rediss URL instead of the system's (env ONTIME_REDIS_TLS_CA)")
+	f.String("redis-tls-cert", "", "PEM client certificate for a rediss URL (env ONTIME_REDIS_TLS_CERT)")
+	f.String("redis-tls-key", "", "PEM key of --redis-tls-cert (env ONTIME_REDIS_TLS_KEY)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
@@ -142,7 +148,10 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 // openStore opens the configured store.
 func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 	if cfg.Redis != "" {
-		return store.OpenRedis(store.RedisOptions{URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix}, log)
+		return store.OpenRedis(store.RedisOptions{
+			URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix,
+			TLS: store.RedisTLS{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
+		}, log)
 	}
 	return store.OpenEmbedded(cfg.DataDir, log)
 }
@@ -171,6 +180,9 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 	recent := activity.New() // each topic's last minute, for GET /v1/topics and the dashboard
 	reg, metrics, err := newMetrics(cfg)
 	if err != nil {
+		return err
+	}
+	if err := registerTopicFaults(reg, st.Driver); err != nil {
 		return err
 	}
 	hooks := []any{recent, metrics}

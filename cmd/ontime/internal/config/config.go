@@ -42,9 +42,16 @@ type Config struct {
 	// DataDir holds the embedded store's file (ontime.db). Default
 	// ./ontime-data. Unused when Redis is set.
 	DataDir string `toml:"data_dir"`
-	// Redis, a redis:// or rediss:// URL (redis+cluster:// for a Cluster),
+	// Redis, a redis:// or rediss:// URL (redis+cluster://seed1,seed2 for
+	// a Cluster, redis+sentinel://sentinel1,sentinel2/master for Sentinel),
 	// switches the store to Redis. Default "" (embedded store).
 	Redis string `toml:"redis"`
+	// RedisTLSCA, RedisTLSCert and RedisTLSKey are PEM files for a
+	// rediss URL: the CA to trust instead of the system's, and a client
+	// certificate and its key for a server that asks for one.
+	RedisTLSCA   string `toml:"redis_tls_ca"`
+	RedisTLSCert string `toml:"redis_tls_cert"`
+	RedisTLSKey  string `toml:"redis_tls_key"`
 	// RedisLayout is "native" (default) or "compat" (the
 	// faststream-redis-timers layout).
 	RedisLayout string `toml:"redis_layout"`
@@ -334,7 +341,7 @@ var envKeys = []string{
 	"ONTIME_LOG_FORMAT", "ONTIME_SERVE_TOPICS", "ONTIME_READ_TIMEOUT",
 	"ONTIME_MAX_INFLIGHT_BYTES", "ONTIME_METRICS_SAMPLE_INTERVAL", "ONTIME_METRICS_MAX_TOPICS",
 	"ONTIME_READ_TOKENS", "ONTIME_WRITE_TOKENS", "ONTIME_ADMIN_TOKENS", "ONTIME_ALLOWED_HOSTS",
-	"ONTIME_MIN_BODY_RATE",
+	"ONTIME_MIN_BODY_RATE", "ONTIME_REDIS_TLS_CA", "ONTIME_REDIS_TLS_CERT", "ONTIME_REDIS_TLS_KEY",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -369,6 +376,12 @@ func (c *Config) Set(key, v string) error {
 		c.RedisLayout = v
 	case "redis_prefix":
 		c.RedisPrefix = v
+	case "redis_tls_ca":
+		c.RedisTLSCA = v
+	case "redis_tls_cert":
+		c.RedisTLSCert = v
+	case "redis_tls_key":
+		c.RedisTLSKey = v
 	case "max_body_bytes", "max_inflight_bytes", "min_body_rate":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -689,10 +702,10 @@ func CheckRedisURL(s string) error {
 		return err
 	}
 	switch u.Scheme {
-	case "redis", "rediss", "redis+cluster", "rediss+cluster", "unix":
+	case "redis", "rediss", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel", "unix":
 		return nil
 	}
-	return fmt.Errorf("%q: want a redis://, rediss:// or redis+cluster:// URL", s)
+	return fmt.Errorf("%q: want a redis://, rediss://, redis+cluster:// or redis+sentinel:// URL", s)
 }
 
 // TopicConfig returns the effective settings of a topic: its own section

@@ -14,14 +14,20 @@ import (
 
 // newRedisDriver builds the Redis driver on rdb (which the caller owns).
 // Layout "native" (default) uses o.Prefix as the key prefix ("" means the
-// driver's default, "ontime:"); "compat" is the faststream-redis-timers
-// layout, whose key names are fixed.
+// driver's default, "ontime:") and keeps the topic index on a Cluster too;
+// "compat" is the faststream-redis-timers layout, whose key names are
+// fixed.
 func newRedisDriver(rdb redis.UniversalClient, o RedisOptions, log *slog.Logger) (ontimedriver.Driver, error) {
 	opts := &ontimeredis.Options{Logger: log}
 	switch o.Layout {
 	case "", "native":
 		opts.Layout = ontimeredis.Native
 		opts.Prefix = o.Prefix
+		// The server serves every topic from the topic index (one
+		// HandleTopics loop): on a Cluster it costs one more round trip
+		// per store call (the hint), which one worker per topic plus a
+		// topic scan every second would cost more than (docs/server.md).
+		opts.ClusterTopicIndex = true
 	case "compat":
 		if o.Prefix != "" {
 			return nil, fmt.Errorf("redis prefix %q: the compat layout has fixed key names (timers_timeline:<topic>, timers_payloads:<topic>)", o.Prefix)

@@ -34,6 +34,7 @@ type Store struct {
 	// Redis is the store's client when Kind is KindRedis.
 	Redis redis.UniversalClient
 
+	tls     RedisTLS // the store's TLS files, for the targets' URLs too
 	mu      sync.Mutex
 	clients map[string]redis.UniversalClient // by URL, for targets
 }
@@ -43,6 +44,8 @@ type RedisOptions struct {
 	URL    string
 	Layout string // native or compat
 	Prefix string
+	// TLS is the CA and client certificate of a rediss:// URL.
+	TLS RedisTLS
 }
 
 // OpenEmbedded opens (creating) dir/ontime.db.
@@ -59,7 +62,7 @@ func OpenEmbedded(dir string, log *slog.Logger) (*Store, error) {
 
 // OpenRedis connects to Redis (the server is not contacted yet).
 func OpenRedis(o RedisOptions, log *slog.Logger) (*Store, error) {
-	rdb, err := NewRedisClient(o.URL)
+	rdb, err := newRedisClient(o.URL, o.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -68,38 +71,24 @@ func OpenRedis(o RedisOptions, log *slog.Logger) (*Store, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	return &Store{Driver: d, Kind: KindRedis, Redis: rdb}, nil
+	return &Store{Driver: d, Kind: KindRedis, Redis: rdb, tls: o.TLS}, nil
 }
 
-// NewRedisClient makes a client from a redis://, rediss:// or
-// redis+cluster:// (rediss+cluster://) URL.
+// NewRedisClient makes a client from a URL:
+//
+//   - redis://[user:password@]host:port[/db], rediss:// with TLS, unix://: one
+//     server;
+//   - redis+cluster://[user:password@]seed1:port,seed2:port (rediss+cluster://):
+//     a Redis Cluster, from any of its nodes;
+//   - redis+sentinel://[user:password@]sentinel1:26379,sentinel2:26379/master[/db]
+//     (rediss+sentinel://): the primary the sentinels name master, followed
+//     across failovers; the user and password are the data nodes', the
+//     sentinels' own are the sentinel_username and sentinel_password
+//     parameters.
+//
+// Other query parameters are go-redis's (dial_timeout=, skip_verify=, ...).
 func NewRedisClient(url string) (redis.UniversalClient, error) {
-	switch {
-	case hasScheme(url, "redis+cluster"), hasScheme(url, "rediss+cluster"):
-		o, err := redis.ParseClusterURL(trimCluster(url))
-		if err != nil {
-			return nil, fmt.Errorf("redis URL: %w", err)
-		}
-		return redis.NewClusterClient(o), nil
-	default:
-		o, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, fmt.Errorf("redis URL: %w", err)
-		}
-		return redis.NewClient(o), nil
-	}
-}
-
-func hasScheme(url, scheme string) bool {
-	return len(url) > len(scheme)+3 && url[:len(scheme)+3] == scheme+"://"
-}
-
-// trimCluster turns redis+cluster://... into redis://...
-func trimCluster(url string) string {
-	if hasScheme(url, "rediss+cluster") {
-		return "rediss" + url[len("rediss+cluster"):]
-	}
-	return "redis" + url[len("redis+cluster"):]
+	return newRedisClient(url, RedisTLS{})
 }
 
 // RedisFor returns a Redis client for a target: the store's own for "", or
@@ -116,7 +105,7 @@ func (s *Store) RedisFor(url string) (redis.UniversalClient, error) {
 	if c, ok := s.clients[url]; ok {
 		return c, nil
 	}
-	c, err := NewRedisClient(url)
+	c, err := newRedisClient(url, s.tls)
 	if err != nil {
 		return nil, err
 	}
