@@ -71,7 +71,13 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		ks = ks[:2]
 		extra = 0
 	}
-	res, err := d.eval(ctx, s, ks, args...)
+	var res any
+	var err error
+	if ack := d.ack(ctx); ack.Replicas > 0 {
+		res, err = d.evalWait(ctx, s, ks, ack, args...)
+	} else {
+		res, err = d.eval(ctx, s, ks, args...)
+	}
 	if err != nil {
 		return nil, shardedRefusal(topic, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
@@ -92,6 +93,19 @@ type Options struct {
 	// none) is refused with an error wrapping ontimedriver.ErrInvalid. The
 	// native layout only. See the package documentation for the costs.
 	Shards map[string]int
+
+	// WaitReplicas makes every Schedule (every publish) wait until this
+	// many replicas have acknowledged its write (Redis WAIT, on the
+	// connection of the write), at most WaitTimeout (default 1 s, which
+	// must be shorter than the client's ReadTimeout), and fail with an
+	// error wrapping ontimedriver.ErrNotReplicated when fewer did. A
+	// context from ontimedriver.WithReplicaAck (ontime.WaitReplicas)
+	// overrides it for one call. Default 0: a write is acknowledged when
+	// the primary has it, and a failover can lose the writes its replica
+	// had not received yet (docs/guarantees.md). Needs a *redis.Client or
+	// *redis.ClusterClient.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -121,6 +135,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.TimelineBase == c.PayloadsBase {
 		return c, fmt.Errorf("%w: Options.TimelineBase and PayloadsBase are both %q", ontimedriver.ErrInvalid, c.TimelineBase)
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
+		return c, fmt.Errorf("%w: Options.WaitReplicas %d, WaitTimeout %v: want >= 0", ontimedriver.ErrInvalid, c.WaitReplicas, c.WaitTimeout)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
