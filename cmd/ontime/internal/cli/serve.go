@@ -33,6 +33,9 @@ var serveFlags = map[string]string{
 	"redis":                   "redis",
 	"redis-layout":            "redis_layout",
 	"redis-prefix":            "redis_prefix",
+	"redis-shards":            "redis_shards",
+	"wait-replicas":           "wait_replicas",
+	"wait-timeout":            "wait_timeout",
 	"max-body-bytes":          "max_body_bytes",
 	"read-timeout":            "read_timeout",
 	"max-inflight-bytes":      "max_inflight_bytes",
@@ -75,6 +78,9 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis", "", "use Redis at this URL instead of the embedded store (env ONTIME_REDIS)")
 	f.String("redis-layout", "native", "Redis layout: native or compat (env ONTIME_REDIS_LAYOUT)")
 	f.String("redis-prefix", "", "Redis key prefix (env ONTIME_REDIS_PREFIX)")
+	f.String("redis-shards", "", `sharded topics: comma-separated topic-or-pattern=count ("clicks=3,orders.*=2"; env ONTIME_REDIS_SHARDS)`)
+	f.Int("wait-replicas", 0, "publishes wait until this many Redis replicas have them (WAIT); 0: the primary only (env ONTIME_WAIT_REPLICAS)")
+	f.Duration("wait-timeout", time.Second, "bound of the wait for replicas (env ONTIME_WAIT_TIMEOUT)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
@@ -142,7 +148,8 @@ func newLogger(w io.Writer, level, format string) *slog.Logger {
 // openStore opens the configured store.
 func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 	if cfg.Redis != "" {
-		return store.OpenRedis(store.RedisOptions{URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix}, log)
+		return store.OpenRedis(store.RedisOptions{URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix,
+			Shards: cfg.RedisShards, WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout.D()}, log)
 	}
 	return store.OpenEmbedded(cfg.DataDir, log)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 	"runtime"
 	"sync"
 
@@ -43,6 +44,10 @@ type RedisOptions struct {
 	URL    string
 	Layout string // native or compat
 	Prefix string
+	// Shards, WaitReplicas and WaitTimeout are ontimeredis.Options'.
+	Shards       map[string]int
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // OpenEmbedded opens (creating) dir/ontime.db.
