@@ -24,10 +24,10 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
-	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/activity"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+	"github.com/ontime-go/ontime/ontimedriver"
 )
 
 // OpenAPI is the API's OpenAPI 3 document.

@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
