@@ -120,8 +120,20 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	if d.compat {
 		return d.claimCompat(ctx, topic, max, lease)
 	}
+	return d.claimNative(ctx, topic, max, lease, 0, 0)
+}
+
+// claimNative is Claim in the native layout. A claim across the shards of
+// a sharded topic (until > 0) gives every shard the same lease deadline,
+// until (ms; used when after the shard's clock), and claims no timer due
+// after upto (ms).
+func (d *Driver) claimNative(ctx context.Context, topic string, max int, lease time.Duration, until, upto int64) (*ontimedriver.ClaimResult, error) {
 	k := d.keys(topic)
-	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), max, durMs(lease), topic)
+	args := []any{max, durMs(lease), topic}
+	if until > 0 {
+		args = append(args, until, upto)
+	}
+	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +143,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	}
 	d.hintAfter(ctx, topic, a[0], hintExact, a[2])
 	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
-	until := msTime(replyInt(a[1]))
+	leaseUntil := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
 	}
@@ -161,7 +173,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 			Token:      strconv.FormatInt(first+int64(k), 10),
 			Due:        msTime(r.due),
 			Attempt:    r.attempt + 1,
-			LeaseUntil: until,
+			LeaseUntil: leaseUntil,
 			Payload:    r.payload,
 		}
 	}

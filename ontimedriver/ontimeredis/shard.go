@@ -346,6 +346,13 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 	if err != nil {
 		return nil, err
 	}
+	// one clock for the whole claim: the earliest the peeks read
+	nowUs := peeks[0].now
+	for _, p := range peeks {
+		nowUs = min(nowUs, p.now)
+	}
+	nowMs := floorDiv(nowUs, 1000)
+	until := nowMs + durMs(lease)
 	// the max oldest due entries, equal ones from the shards in turn
 	type cand struct {
 		score int64
@@ -355,7 +362,7 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 	var due []cand
 	for sh, p := range peeks {
 		for _, sc := range p.scores {
-			if sc > p.now {
+			if sc > nowMs {
 				break
 			}
 			due = append(due, cand{sc, (sh - start + s.n) % s.n, sh})
@@ -392,26 +399,17 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 	results := make([]*ontimedriver.ClaimResult, s.n)
 	if len(due) > 0 {
 		err = s.each(groups, func(shard int, k []int) error {
-			r, err := d.Claim(ctx, s.names[shard], k[0], lease)
+			r, err := d.claimNative(ctx, s.names[shard], k[0], lease, until, nowMs)
 			results[shard] = r
 			return err
 		})
 	}
-	out := &ontimedriver.ClaimResult{}
-	var until time.Time
+	out := &ontimedriver.ClaimResult{Now: usTime(nowUs)}
 	for _, r := range results {
 		if r == nil {
 			continue
 		}
-		if out.Now.IsZero() || r.Now.Before(out.Now) {
-			out.Now = r.Now
-		}
 		lower(r.Next)
-		for _, t := range r.Timers {
-			if until.IsZero() || t.LeaseUntil.Before(until) {
-				until = t.LeaseUntil
-			}
-		}
 		out.Timers = append(out.Timers, r.Timers...)
 	}
 	if err != nil {
@@ -420,17 +418,6 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 		}
 		// keep what is leased; the shard that failed is asked again at once
 		lower(out.Now)
-	}
-	if out.Now.IsZero() {
-		// nothing claimed: the earliest clock the peeks read
-		for _, p := range peeks {
-			if t := msTime(p.now); out.Now.IsZero() || t.Before(out.Now) {
-				out.Now = t
-			}
-		}
-	}
-	for i := range out.Timers {
-		out.Timers[i].LeaseUntil = until
 	}
 	slices.SortStableFunc(out.Timers, func(a, b ontimedriver.ClaimedTimer) int { return a.Due.Compare(b.Due) })
 	out.Next = next
