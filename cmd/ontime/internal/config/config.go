@@ -55,9 +55,9 @@ type Config struct {
 	// RedisShards spreads hot topics over several shards, so that one
 	// topic can use several masters of a Redis Cluster: topic name or
 	// pattern → shard count, 1 to 1024 (ontimeredis Options.Shards; see
-	// docs/redis.md). Native layout only. Every server and worker that uses
-	// a topic must give it the same count. Env/flag form:
-	// "clicks=3,orders.*=2". Default none.
+	// the ontimeredis package documentation). Native layout only. Every
+	// server and worker that uses a topic must give it the same count.
+	// Env/flag form: "clicks=3,orders.*=2". Default none.
 	RedisShards map[string]int `toml:"redis_shards"`
 	// WaitReplicas makes every publish wait until this many Redis replicas
 	// have acknowledged it (WAIT), at most WaitTimeout (default 1s), and
