@@ -168,13 +168,13 @@
 // settling and lease extension of a claimed timer are one script on one
 // shard, as for an unsharded topic. A batch Schedule (or Settle,
 // CancelBatch) is split by shard and the parts run in parallel; it is
-// atomic per shard, not as a whole. Claim reads the scores of the first
-// max entries of every shard (peek.lua, in parallel, read-only), picks the
+// atomic per shard, not as a whole. Claim reads the scores of up to max
+// due entries of every shard (peek.lua, in parallel, read-only), picks the
 // max oldest due ones across the shards (equal due times from the shards
 // in turn, starting at the next shard on every call, so no shard waits
 // behind another) and claims as many from each shard that holds some, in
 // parallel: oldest first across the topic, one more parallel round trip
-// than an unsharded claim, and an idle poll costs n small reads. One claim
+// than an unsharded claim, and an idle poll costs one O(log size) read per shard. One claim
 // has one clock, the earliest the peeks read (ClaimResult.Now): no timer
 // due after it is claimed, and every shard's lease deadline is that clock
 // plus the lease.

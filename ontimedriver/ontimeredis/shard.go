@@ -305,8 +305,8 @@ func (d *Driver) scheduleSharded(ctx context.Context, s *shardSet, timers []onti
 }
 
 // claimSharded claims the topic's oldest due timers across its shards in
-// two parallel rounds: the scores of each shard's first max entries
-// (peek.lua), then, from each shard that holds some of the max oldest due
+// two parallel rounds: the scores of up to max due entries of each shard
+// (peek.lua; the head's when none is due), then, from each shard that holds some of the max oldest due
 // ones, as many (claim.lua takes a shard's oldest first). Equal due times
 // are taken from the shards in turn, starting at the next shard on every
 // call, so that no shard waits behind another. An idle topic costs the
