@@ -174,11 +174,10 @@
 // in turn, starting at the next shard on every call, so no shard waits
 // behind another) and claims as many from each shard that holds some, in
 // parallel: oldest first across the topic, one more parallel round trip
-// than an unsharded claim, and an idle poll costs one O(log size) read per shard. One claim
-// has one clock, the earliest the peeks read (ClaimResult.Now): no timer
-// due after it is claimed, and every shard's lease deadline is that clock
-// plus the lease.
-// Subscribe listens to every shard's wake channel. List and ListDead read
+// than an unsharded claim, and an idle poll costs one O(log size) read per
+// shard. One claim has one clock, the earliest the peeks read
+// (ClaimResult.Now): no timer due after it is claimed, and every shard's
+// lease deadline is that clock plus the lease. Subscribe listens to every shard's wake channel. List and ListDead read
 // a page from every shard from the same cursor and merge them by (due,
 // id), so paging stays in due order with cursors that work; Count,
 // CountDue and CountTopics add the shards up. The topic registry and
