@@ -31,6 +31,10 @@ type publishCoalescer struct {
 type laneKey struct {
 	topic string
 	mode  ontimedriver.ScheduleMode
+	// ack is the replica acknowledgement the calls wait for
+	// (WaitReplicas): a shared call waits for what each of its callers
+	// asked.
+	ack ontimedriver.ReplicaAck
 }
 
 // lane is one topic's (and mode's) queue. busy is set while a store call
@@ -73,7 +77,8 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 	if len(nts) != 1 {
 		return scheduleCall(ctx, drv, topic, nts, mode)
 	}
-	key := laneKey{topic, mode}
+	ack, _ := ontimedriver.ReplicaAckFrom(ctx)
+	key := laneKey{topic, mode, ack}
 	pc.mu.Lock()
 	if pc.lanes == nil {
 		pc.lanes = map[laneKey]*lane{}

@@ -37,6 +37,9 @@ type Timer struct {
 type PublishOption func(*Timer, *publishMode)
 
 type publishMode struct {
+	// ack, when Replicas > 0, is the replica acknowledgement the write
+	// waits for (WaitReplicas).
+	ack      ontimedriver.ReplicaAck
 	ifAbsent bool
 	delaySet bool
 	idSet    bool
@@ -92,6 +95,25 @@ func IfAbsent() PublishOption {
 	return func(_ *Timer, m *publishMode) { m.ifAbsent = true }
 }
 
+// WaitReplicas makes the publish wait until n replicas of the store have
+// acknowledged the write, at most timeout (0: the driver's default, 1 s
+// for Redis), and fail with an error wrapping
+// ontimedriver.ErrNotReplicated when fewer did: the timer is then on the
+// primary (publishing it again with its id does not duplicate it) but a
+// failover may lose it. Without it a publish is acknowledged when the
+// primary has it (see docs/guarantees.md for the loss window). The Redis
+// driver waits with WAIT on the connection of the write, in the same round
+// trip; a store without replicas ignores it. A publish that waits shares a
+// store call only with concurrent publishes that wait for as many.
+func WaitReplicas(n int, timeout time.Duration) PublishOption {
+	return func(_ *Timer, m *publishMode) { m.ack = ontimedriver.ReplicaAck{Replicas: n, Timeout: timeout} }
+}
+
+// BatchWaitReplicas is WaitReplicas for PublishBatch: every chunk waits.
+func BatchWaitReplicas(n int, timeout time.Duration) BatchOption {
+	return func(m *publishMode) { m.ack = ontimedriver.ReplicaAck{Replicas: n, Timeout: timeout} }
+}
+
 // Publish schedules body for delivery to topic and returns the timer id.
 // Without In or At the timer is due at once. Without WithID the id is a
 // fresh UUID (version 7: time-ordered, 74 random bits).
@@ -124,6 +146,12 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 	}
 	if m.idSet && t.ID == "" {
 		return "", invalidf("WithID: the id is empty; leave WithID out for a random UUID")
+	}
+	if m.ack.Replicas < 0 || m.ack.Timeout < 0 {
+		return "", invalidf("WaitReplicas(%d, %v): want n >= 0 and timeout >= 0", m.ack.Replicas, m.ack.Timeout)
+	}
+	if m.ack.Replicas > 0 {
+		ctx = ontimedriver.WithReplicaAck(ctx, m.ack)
 	}
 	full, err := c.fullTopic(topic)
 	if err != nil {
@@ -186,6 +214,12 @@ func (c *Client) PublishBatch(ctx context.Context, topic string, timers []Timer,
 	full, err := c.fullTopic(topic)
 	if err != nil {
 		return nil, err
+	}
+	if m.ack.Replicas < 0 || m.ack.Timeout < 0 {
+		return nil, invalidf("BatchWaitReplicas(%d, %v): want n >= 0 and timeout >= 0", m.ack.Replicas, m.ack.Timeout)
+	}
+	if m.ack.Replicas > 0 {
+		ctx = ontimedriver.WithReplicaAck(ctx, m.ack)
 	}
 	return c.publish(ctx, full, timers, false, m.ifAbsent)
 }

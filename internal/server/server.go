@@ -561,6 +561,10 @@ func (s *Server) storeError(w http.ResponseWriter, r *http.Request, err error) *
 		return errorf(http.StatusBadRequest, "invalid_request", "%s", msg)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return errorf(499, "canceled", "request canceled")
+	case errors.Is(err, ontimedriver.ErrNotReplicated):
+		rid := requestID(w)
+		s.log.Warn("publish not acknowledged by enough replicas", "request_id", rid, "err", err)
+		return errorf(http.StatusServiceUnavailable, "not_replicated", "written on the primary, but fewer replicas than wait_replicas acknowledged it within wait_timeout; publish it again with the same id (request id %s)", rid)
 	}
 	rid := requestID(w)
 	s.log.Error("store error", "request_id", rid, "method", r.Method, "path", r.URL.Path, "err", err)

@@ -203,6 +203,54 @@
 // minute); UnavailableTopics lists the topics whose calls fail meanwhile.
 // Replication is asynchronous: what the old master acknowledged in its
 // last moments can be lost (docs/guarantees.md, "A Redis failover").
+// # Sharded topics
+//
+// One topic lives in one hash slot, so on a Redis Cluster it uses one
+// master at most. Options.Shards spreads a hot topic over n key groups,
+// the shards, each under its own hash tag: shard i of topic T is stored as
+// the internal topic "T#i.k" (keys P{T#i.k}:due, ...; '#' is not allowed in
+// topic names, so it never meets a user's topic), with k the smallest
+// number that puts the tag's slot in the middle half of the i-th n-th of
+// the 16384 slots. A Cluster whose masters own equal runs of slots (what
+// redis-cli --cluster create makes) therefore holds each shard of a topic
+// with as many shards as masters on its own master; other counts, or
+// resharded slots, spread the shards over the slot space evenly but not
+// one per master (CLUSTER KEYSLOT P{T#0.3}:due tells where one is).
+//
+// A timer's shard is fnv32a(id) mod n: Get, Cancel, FireNow, and the
+// settling and lease extension of a claimed timer are one script on one
+// shard, as for an unsharded topic. A batch Schedule (or Settle,
+// CancelBatch) is split by shard and the parts run in parallel; it is
+// atomic per shard, not as a whole. Claim reads the scores of up to max
+// due entries of every shard (peek.lua, in parallel, read-only), picks the
+// max oldest due ones across the shards (equal due times from the shards
+// in turn, starting at the next shard on every call, so no shard waits
+// behind another) and claims as many from each shard that holds some, in
+// parallel: oldest first across the topic, one more parallel round trip
+// than an unsharded claim, and an idle poll costs one O(log size) read per
+// shard. One claim has one clock, the earliest the peeks read
+// (ClaimResult.Now): no timer due after it is claimed, and every shard's
+// lease deadline is that clock plus the lease. Subscribe listens to every shard's wake channel. List and ListDead read
+// a page from every shard from the same cursor and merge them by (due,
+// id), so paging stays in due order with cursors that work; Count,
+// CountDue and CountTopics add the shards up. The topic registry and
+// index hold the shards; Topics, DueTopics and SubscribeTopics answer with
+// the topic.
+//
+// The shard count is stored with the topic, in P{T}:shards, by the first
+// Schedule or Claim of a sharded driver, which refuses (ErrInvalid) a
+// topic stored with another count, or one that holds timers or dead
+// letters in its unsharded keys; an unsharded driver's Schedule of a
+// sharded topic is refused too. Changing a topic's count is not
+// supported while it holds timers: stop publishing to it, let the
+// workers drain it (Count all zero), delete P{T}:shards, and start the
+// drivers with the new count; or publish new timers to a new topic name.
+// Every driver that touches a sharded topic (publishers, workers, the
+// server) must have the same count for it.
+//
+// The cost: each shard's scripts handle smaller batches, so a timer costs
+// more Redis CPU in all (about 1.4x in BenchmarkShardedTopic, claims'
+// peeks included), which the masters share. See docs/BENCHMARKS.md.
 //
 // # Compatible layout
 //

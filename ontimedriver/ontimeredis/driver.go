@@ -40,6 +40,10 @@ type Driver struct {
 	// Cluster, where the index lives in another slot).
 	idx idxMode
 
+	// shards is Options.Shards, ready for lookups; nil when no topic is
+	// sharded.
+	shards *shardConfig
+
 	hub hub
 	// pool runs the calls bounded cannot run on the caller's goroutine.
 	pool callPool
@@ -72,6 +76,14 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 		return nil, fmt.Errorf("%w: the compatible layout cannot run on Redis Cluster: its two keys per topic have no hash tag (faststream-redis-timers cannot either)", ontimedriver.ErrInvalid)
 	}
 	d := &Driver{rdb: rdb, opt: o, compat: o.Layout == Compatible, log: o.Logger, ctxBound: honoursContext(rdb)}
+	if len(o.Shards) > 0 {
+		if d.compat {
+			return nil, fmt.Errorf("%w: Options.Shards: the compatible layout cannot shard a topic (the Python library reads one key per topic)", ontimedriver.ErrInvalid)
+		}
+		if d.shards, err = newShardConfig(o.Shards); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case d.compat:
 		d.idx = idxNone
@@ -175,6 +187,9 @@ func (d *Driver) Close() error {
 // keys of one topic.
 type keys struct {
 	due, msg, lease, seq, dead, dmsg, wake string
+	// shards holds the topic's shard count once it is sharded (native
+	// layout; see Options.Shards).
+	shards string
 }
 
 func (d *Driver) keys(topic string) keys {
@@ -190,13 +205,14 @@ func (d *Driver) keys(topic string) keys {
 	}
 	b := d.opt.Prefix + "{" + topic + "}:"
 	return keys{
-		due:   b + "due",
-		msg:   b + "msg",
-		lease: b + "lease",
-		seq:   b + "seq",
-		dead:  b + "dead",
-		dmsg:  b + "dmsg",
-		wake:  b + "wake",
+		due:    b + "due",
+		msg:    b + "msg",
+		lease:  b + "lease",
+		seq:    b + "seq",
+		dead:   b + "dead",
+		dmsg:   b + "dmsg",
+		wake:   b + "wake",
+		shards: b + "shards",
 	}
 }
 
@@ -407,6 +423,16 @@ func (d *Driver) page(ctx context.Context, zset, hash, lease string, before stri
 // native layout keeps a registry set (Prefix + "topics"); the compatible
 // layout scans for the Python key names.
 func (d *Driver) Topics(ctx context.Context) ([]string, error) {
+	names, err := d.storedTopics(ctx)
+	if err != nil || d.shards == nil {
+		return names, err
+	}
+	return topicsOf(names), nil
+}
+
+// storedTopics is Topics with the shards of sharded topics listed as
+// they are stored (see shard.go).
+func (d *Driver) storedTopics(ctx context.Context) ([]string, error) {
 	if d.closed.Load() {
 		return nil, errClosed
 	}

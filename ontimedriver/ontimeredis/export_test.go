@@ -18,3 +18,18 @@ func IndexKeys(d *Driver) (next, ver string) { return d.indexKeys() }
 
 // LuaGlob exposes the pattern arguments of due_topics.lua.
 var LuaGlob = luaGlob
+
+// ShardNames returns the internal topics of a sharded topic's shards (nil
+// when the topic is not sharded).
+func ShardNames(d *Driver, topic string) []string {
+	if s := d.sharded(topic); s != nil {
+		return s.names
+	}
+	return nil
+}
+
+// ShardOf returns the shard of a timer id in a sharded topic.
+func ShardOf(d *Driver, topic, id string) int { return d.sharded(topic).of(id) }
+
+// CRC16 is Redis Cluster's key hash as the driver computes it.
+var CRC16 = crc16

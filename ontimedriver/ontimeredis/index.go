@@ -3,6 +3,7 @@ package ontimeredis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,7 +155,12 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, within time.Dura
 	limit = min(limit, maxDueTopics)
 	// The horizon in whole ms, rounded down: a topic is never reported
 	// before now + within.
-	args := append([]any{limit, dueTopicsScan, int64(within / time.Millisecond)}, luaGlob(pattern)...)
+	glob := luaGlob(pattern)
+	if glob[0] == "e" && d.sharded(pattern) != nil {
+		// the topic's shards are indexed: match them by the pattern
+		glob = []any{"x", "^" + luaLiteral(pattern) + "$"}
+	}
+	args := append([]any{limit, dueTopicsScan, int64(within / time.Millisecond)}, glob...)
 	next, _ := d.indexKeys()
 	res, err := d.eval(ctx, sDueTopics, []string{next}, args...)
 	if err != nil {
@@ -178,7 +184,15 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, within time.Dura
 		if err != nil {
 			return nil, err
 		}
-		out.Topics = append(out.Topics, replyStr(a[i]))
+		t := replyStr(a[i])
+		if d.shards != nil {
+			// a shard is listed as its topic, once: at its earliest shard
+			t = topicOf(t)
+			if slices.Contains(out.Topics, t) {
+				continue
+			}
+		}
+		out.Topics = append(out.Topics, t)
 		out.At = append(out.At, at)
 	}
 	return out, nil
@@ -348,5 +362,10 @@ func (d *Driver) SubscribeTopics(ctx context.Context, pattern string) (<-chan on
 		return nil, nil, err
 	}
 	b := d.opt.Prefix + "{"
-	return d.hub.psubscribe(ctx, escapeGlob(b)+pattern+"}:wake", pattern, b, "}:wake")
+	shards := ""
+	if d.shards != nil {
+		// and the wake channels of the shards of matching topics
+		shards = "*"
+	}
+	return d.hub.psubscribe(ctx, escapeGlob(b)+pattern+shards+"}:wake", pattern, b, "}:wake")
 }

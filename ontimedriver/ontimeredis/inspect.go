@@ -15,6 +15,9 @@ func (d *Driver) CountDue(ctx context.Context, topic string, bounds []time.Time)
 	if err := ontimedriver.ValidateDueBounds(bounds); err != nil {
 		return nil, err
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.countDueSharded(ctx, s, bounds)
+	}
 	args := make([]any, len(bounds))
 	for i, b := range bounds {
 		if d.compat {
@@ -61,6 +64,9 @@ func leftPad6(n int64) string {
 // FireNow makes a scheduled timer due now with one script call. See
 // ontimedriver.Driver; the compatible layout cannot tell a leased timer.
 func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, error) {
+	if s := d.sharded(topic); s != nil {
+		topic = s.names[s.of(id)]
+	}
 	k := d.keys(topic)
 	var (
 		res any

@@ -25,6 +25,9 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 	if len(timers) == 0 {
 		return nil, nil
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.scheduleSharded(ctx, s, timers, mode)
+	}
 	k := d.keys(topic)
 	args := make([]any, 0, 3+3*len(timers))
 	m := "0"
@@ -62,16 +65,22 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		args = append(args, t.ID, due, t.Payload)
 	}
 	s := sSchedule
-	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease}))
+	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease, k.shards}))
 	extra := 2 // the clock and the index hint
 	if d.compat {
 		s = sCSchedule
 		ks = ks[:2]
 		extra = 0
 	}
-	res, err := d.eval(ctx, s, ks, args...)
+	var res any
+	var err error
+	if ack := d.ack(ctx); ack.Replicas > 0 {
+		res, err = d.evalWait(ctx, s, ks, ack, args...)
+	} else {
+		res, err = d.eval(ctx, s, ks, args...)
+	}
 	if err != nil {
-		return nil, err
+		return nil, shardedRefusal(topic, err)
 	}
 	a, err := replyArray(res)
 	if err != nil || len(a) != len(timers)+extra {
@@ -106,11 +115,26 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 		return nil, fmt.Errorf("%w: lease %v", ontimedriver.ErrInvalid, lease)
 	}
 	max = min(max, maxClaim)
+	if s := d.sharded(topic); s != nil {
+		return d.claimSharded(ctx, s, max, lease)
+	}
 	if d.compat {
 		return d.claimCompat(ctx, topic, max, lease)
 	}
+	return d.claimNative(ctx, topic, max, lease, 0, 0)
+}
+
+// claimNative is Claim in the native layout. A claim across the shards of
+// a sharded topic (until > 0) gives every shard the same lease deadline,
+// until (ms; used when after the shard's clock), and claims no timer due
+// after upto (ms).
+func (d *Driver) claimNative(ctx context.Context, topic string, max int, lease time.Duration, until, upto int64) (*ontimedriver.ClaimResult, error) {
 	k := d.keys(topic)
-	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), max, durMs(lease), topic)
+	args := []any{max, durMs(lease), topic}
+	if until > 0 {
+		args = append(args, until, upto)
+	}
+	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +144,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 	}
 	d.hintAfter(ctx, topic, a[0], hintExact, a[2])
 	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
-	until := msTime(replyInt(a[1]))
+	leaseUntil := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
 		out.Next = msTime(replyInt(a[2]))
 	}
@@ -150,7 +174,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 			Token:      strconv.FormatInt(first+int64(k), 10),
 			Due:        msTime(r.due),
 			Attempt:    r.attempt + 1,
-			LeaseUntil: until,
+			LeaseUntil: leaseUntil,
 			Payload:    r.payload,
 		}
 	}
@@ -205,6 +229,9 @@ var kindArg = [...]any{ontimedriver.Ack: "0", ontimedriver.Retry: "1", ontimedri
 func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
 	if len(ops) == 0 {
 		return nil, nil
+	}
+	if s := d.sharded(topic); s != nil {
+		return d.settleSharded(ctx, s, ops)
 	}
 	k := d.keys(topic)
 	args := make([]any, 0, 2+3*len(ops))
@@ -269,6 +296,9 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 	if lease <= 0 {
 		return nil, fmt.Errorf("%w: lease %v", ontimedriver.ErrInvalid, lease)
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.extendSharded(ctx, s, leases, lease)
+	}
 	k := d.keys(topic)
 	var (
 		res any
@@ -309,6 +339,9 @@ func (d *Driver) Extend(ctx context.Context, topic string, leases []ontimedriver
 
 // Cancel deletes a scheduled or leased timer.
 func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
+	if s := d.sharded(topic); s != nil {
+		topic = s.names[s.of(id)]
+	}
 	k := d.keys(topic)
 	var (
 		res any
@@ -351,6 +384,9 @@ func (d *Driver) CancelBatch(ctx context.Context, topic string, ids []string) ([
 			return nil, errClosed
 		}
 		return []error{}, nil
+	}
+	if s := d.sharded(topic); s != nil {
+		return d.cancelBatchSharded(ctx, s, ids)
 	}
 	k := d.keys(topic)
 	args := make([]any, 0, len(ids)+1)
@@ -499,6 +535,9 @@ func parseDead(s string) deadRecord {
 
 // Get returns one scheduled or leased timer.
 func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.TimerInfo, error) {
+	if s := d.sharded(topic); s != nil {
+		topic = s.names[s.of(id)]
+	}
 	k := d.keys(topic)
 	if d.compat {
 		res, err := d.eval(ctx, sCGet, []string{k.due, k.msg}, id)
@@ -567,6 +606,9 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 			before = strconv.FormatInt(ceilMs(opts.Before), 10)
 		}
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.listSharded(ctx, s, before, opts)
+	}
 	lease := k.lease
 	if d.compat {
 		lease = ""
@@ -602,6 +644,9 @@ func (d *Driver) Count(ctx context.Context, topic string) (ontimedriver.Counts, 
 	k := d.keys(topic)
 	if d.closed.Load() {
 		return ontimedriver.Counts{}, errClosed
+	}
+	if s := d.sharded(topic); s != nil {
+		return d.countSharded(ctx, s)
 	}
 	if d.compat {
 		pipe := d.rdb.Pipeline()
@@ -640,6 +685,19 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 	}
 	out := make([]ontimedriver.Counts, len(topics))
 	if len(topics) == 0 {
+		return out, nil
+	}
+	if names, owner, sharded := d.expandTopics(topics); sharded {
+		parts, err := d.CountTopics(ctx, names)
+		if err != nil {
+			return nil, err
+		}
+		for j, c := range parts {
+			o := &out[owner[j]]
+			o.Scheduled += c.Scheduled
+			o.Leased += c.Leased
+			o.Dead += c.Dead
+		}
 		return out, nil
 	}
 	if d.compat {
@@ -787,6 +845,9 @@ func (d *Driver) ListDead(ctx context.Context, topic string, opts ontimedriver.L
 	if !opts.Before.IsZero() {
 		before = strconv.FormatInt(ceilMs(opts.Before), 10)
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.listDeadSharded(ctx, s, before, opts)
+	}
 	_, items, next, err := d.page(ctx, k.dead, k.dmsg, "", before, opts)
 	if err != nil {
 		return nil, err
@@ -832,6 +893,12 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 	}
 	if !d.deadEnabled() {
 		return 0, nil
+	}
+	if s := d.sharded(topic); s != nil {
+		if all {
+			return d.sumSharded(s, func(name string) (int, error) { return d.replayDead(ctx, name, nil, true) })
+		}
+		return d.idsSharded(s, ids, func(name string, ids []string) (int, error) { return d.replayDead(ctx, name, ids, false) })
 	}
 	k := d.keys(topic)
 	if all {
@@ -891,6 +958,9 @@ func (d *Driver) PurgeDead(ctx context.Context, topic string, ids []string) (int
 	if !d.deadEnabled() || len(ids) == 0 {
 		return 0, nil
 	}
+	if s := d.sharded(topic); s != nil {
+		return d.idsSharded(s, ids, func(name string, ids []string) (int, error) { return d.PurgeDead(ctx, name, ids) })
+	}
 	k := d.keys(topic)
 	return d.evalChunks(ctx, sPurge, []string{k.dead, k.dmsg}, []any{"ids"}, ids, countReply)
 }
@@ -902,6 +972,9 @@ func (d *Driver) PurgeAllDead(ctx context.Context, topic string) (int, error) {
 	}
 	if !d.deadEnabled() {
 		return 0, nil
+	}
+	if s := d.sharded(topic); s != nil {
+		return d.sumSharded(s, func(name string) (int, error) { return d.PurgeAllDead(ctx, name) })
 	}
 	k := d.keys(topic)
 	res, err := d.eval(ctx, sPurge, []string{k.dead, k.dmsg}, "all")

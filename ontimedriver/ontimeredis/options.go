@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/ontime-go/ontime/ontimedriver"
 )
@@ -71,6 +72,40 @@ type Options struct {
 	// does not pay for it. On a single node (standalone, Sentinel) the
 	// scripts keep the index at no extra round trip, always.
 	ClusterTopicIndex bool
+
+	// Shards spreads hot topics over several hash slots, so that on a
+	// Redis Cluster one topic can use several masters: a topic with n
+	// shards keeps its timers in n groups of keys, each under its own
+	// hash tag ("<prefix>{<topic>#<i>.<k>}:due"), chosen so that shard i
+	// hashes to a slot in the middle of the i-th n-th of the slot space:
+	// with n equal to the number of masters, and the masters owning equal
+	// runs of slots (as redis-cli --cluster create splits them), each
+	// shard is on its own master. A timer's shard is a hash of its id, so
+	// Get, Cancel and settling stay one round trip; Claim takes the
+	// shards in turn, starting at the next one on each call; List merges
+	// the shards by due time; Count adds them up.
+	//
+	// A key is a topic name, or a pattern (ontimedriver.MatchTopic): a
+	// topic takes its exact entry, else that of the matching pattern with
+	// the most literal characters. Counts are 1 (not sharded) to 1024.
+	// Every driver that uses a topic must have the same count for it: the
+	// count is stored with the topic, and a driver with another count (or
+	// none) is refused with an error wrapping ontimedriver.ErrInvalid. The
+	// native layout only. See the package documentation for the costs.
+	Shards map[string]int
+
+	// WaitReplicas makes every Schedule (every publish) wait until this
+	// many replicas have acknowledged its write (Redis WAIT, on the
+	// connection of the write), at most WaitTimeout (default 1 s, which
+	// must be shorter than the client's ReadTimeout), and fail with an
+	// error wrapping ontimedriver.ErrNotReplicated when fewer did. A
+	// context from ontimedriver.WithReplicaAck (ontime.WaitReplicas)
+	// overrides it for one call. Default 0: a write is acknowledged when
+	// the primary has it, and a failover can lose the writes its replica
+	// had not received yet (docs/guarantees.md). Needs a *redis.Client or
+	// *redis.ClusterClient.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -100,6 +135,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.TimelineBase == c.PayloadsBase {
 		return c, fmt.Errorf("%w: Options.TimelineBase and PayloadsBase are both %q", ontimedriver.ErrInvalid, c.TimelineBase)
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
+		return c, fmt.Errorf("%w: Options.WaitReplicas %d, WaitTimeout %v: want >= 0", ontimedriver.ErrInvalid, c.WaitReplicas, c.WaitTimeout)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -39,6 +39,8 @@ func mustScript(name string, helpers ...string) *script {
 
 var (
 	sSchedule = mustScript("schedule", "common")
+	sShards   = mustScript("shards")
+	sPeek     = mustScript("peek")
 	sClaim    = mustScript("claim", "common")
 	sSettle   = mustScript("settle", "common")
 	sExtend   = mustScript("extend", "common")

@@ -185,6 +185,9 @@ const subscribeTimeout = 5 * time.Second
 // Subscribe returns a channel of wake-up notifications for topic. The
 // subscription is confirmed by Redis before Subscribe returns.
 func (d *Driver) Subscribe(ctx context.Context, topic string) (<-chan time.Time, func(), error) {
+	if s := d.sharded(topic); s != nil {
+		return d.subscribeSharded(ctx, s)
+	}
 	return d.hub.subscribe(ctx, d.keys(topic).wake)
 }
 
@@ -298,16 +301,27 @@ func join[L comparable](h *hub, s *subs[L], verb, name string, l L) (wait chan s
 }
 
 func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, func(), error) {
-	if err := h.lockOpen(ctx); err != nil {
+	ch := make(chan time.Time, 1)
+	cancel, err := h.subscribeTo(ctx, channel, ch)
+	if err != nil {
 		return nil, nil, err
 	}
-	l := &listener{ch: make(chan time.Time, 1)}
+	return ch, cancel, nil
+}
+
+// subscribeTo subscribes ch (buffer 1) to channel; several subscriptions
+// may share one ch (a sharded topic's wake channels).
+func (h *hub) subscribeTo(ctx context.Context, channel string, ch chan time.Time) (func(), error) {
+	if err := h.lockOpen(ctx); err != nil {
+		return nil, err
+	}
+	l := &listener{ch: ch}
 	wait, sent, failed := join(h, &h.chans, "subscribe", channel, l)
 	cancel := func() { h.unsubscribe(channel, l) }
 	if err := awaitConfirm(ctx, sent, failed, wait, cancel, "subscribe"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return l.ch, cancel, nil
+	return cancel, nil
 }
 
 // psubscribe subscribes to the wake channels that match the Redis pattern
@@ -427,6 +441,7 @@ func (h *hub) pnotify(pattern, channel string, at time.Time) {
 		if ok {
 			topic, ok = strings.CutSuffix(topic, l.after)
 		}
+		topic = topicOf(topic) // a shard's wake-up is its topic's
 		if !ok || ontimedriver.ValidateTopic(topic) != nil || !ontimedriver.MatchTopic(l.topicPattern, topic) {
 			continue
 		}

@@ -2,7 +2,9 @@
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] token counter,
 -- KEYS[5] dead zset, KEYS[6] dead hash, KEYS[7] the topic index (one Redis
 -- only; absent on a Redis Cluster)
--- ARGV[1] max, ARGV[2] lease ms, ARGV[3] topic
+-- ARGV[1] max, ARGV[2] lease ms, ARGV[3] topic, and for a claim across
+-- the shards of a sharded topic (see shard.go) ARGV[4] the lease deadline
+-- (ms; used when after now) and ARGV[5] the latest due score to claim
 -- Returns {now us, lease deadline ms, next claimable ms or "", first token,
 -- count n of claimed timers, then per claimed timer: id, record, then for
 -- the claimed timers whose attempt is not the record's attempt + 1 (an
@@ -21,9 +23,19 @@
 -- string created to read a record's header.
 local now, sub = clock()
 local deadline = now + tonumber(ARGV[2])
+local upto = now
+if ARGV[4] then
+  local fixed, cap = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if fixed > now then
+    deadline = fixed
+  end
+  if cap < upto then
+    upto = cap
+  end
+end
 -- numbers are passed to commands as strings printed by fmt: Redis would
 -- print a Lua number with %.17g
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(now), 'LIMIT', '0', ARGV[1])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', fmt(upto), 'LIMIT', '0', ARGV[1])
 local nids = #ids
 local out = {now * 1000 + sub, deadline, '', '', 0}
 if nids > 0 then

@@ -57,6 +57,11 @@ for i = 8, #ARGV do
 end
 local star = form == 'g'
 local function match(s)
+  -- a shard of a sharded topic ("<topic>#<i>.<k>") matches as its topic
+  local h = find(s, '#', 1, true)
+  if h then
+    s = string.sub(s, 1, h - 1)
+  end
   local pos = 1
   if pre ~= '' then
     local b, e = find(s, pre)

@@ -1,6 +1,8 @@
 -- schedule.lua: write a batch of timers.
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] the
--- topic index and KEYS[5] the topic registry (one Redis only; absent on a
+-- topic's shard count key (set when the topic is sharded: then its timers
+-- live in its shards' keys, and writing here is refused), KEYS[5] the
+-- topic index and KEYS[6] the topic registry (one Redis only; absent on a
 -- Redis Cluster, where the driver adds the topic to the registry after)
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
@@ -10,8 +12,12 @@
 -- Returns one due ms per timer, or -1 when the id exists (if absent), then
 -- the clock (us) and the index hint: the earliest due of the written timers
 -- or the old head, whichever is earlier ("" when nothing was written). The
--- index entry is lowered to it (KEYS[4]; on a Cluster the driver does).
+-- index entry is lowered to it (KEYS[5]; on a Cluster the driver does).
 -- An upsert drops any lease of the id: its token stops working.
+local shards = redis.call('GET', KEYS[4])
+if shards then
+  return redis.error_reply('ONTIMESHARDS ' .. shards)
+end
 local now, sub = clock()
 local old = head(KEYS[1])
 local ifabsent = ARGV[1] == '1'
@@ -86,8 +92,8 @@ if m > 0 then
   -- in the registry for as long as the topic has keys: Topics prunes an
   -- empty topic atomically (prune.lua), so this write and that prune
   -- cannot cross
-  if KEYS[5] then
-    redis.call('SADD', KEYS[5], ARGV[3])
+  if KEYS[6] then
+    redis.call('SADD', KEYS[6], ARGV[3])
   end
 end
 local low = ''
@@ -98,7 +104,7 @@ if m > 0 then
   if old and old < low then
     low = old
   end
-  idx_lower(KEYS[4], ARGV[3], low)
+  idx_lower(KEYS[5], ARGV[3], low)
   low = fmt(low)
 end
 if earliest and (not old or earliest < old) then

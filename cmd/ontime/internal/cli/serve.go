@@ -36,6 +36,9 @@ var serveFlags = map[string]string{
 	"redis-tls-ca":            "redis_tls_ca",
 	"redis-tls-cert":          "redis_tls_cert",
 	"redis-tls-key":           "redis_tls_key",
+	"redis-shards":            "redis_shards",
+	"wait-replicas":           "wait_replicas",
+	"wait-timeout":            "wait_timeout",
 	"max-body-bytes":          "max_body_bytes",
 	"read-timeout":            "read_timeout",
 	"max-inflight-bytes":      "max_inflight_bytes",
@@ -81,6 +84,9 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis-tls-ca", "", "PEM CA certificates to trust for a rediss URL instead of the system's (env ONTIME_REDIS_TLS_CA)")
 	f.String("redis-tls-cert", "", "PEM client certificate for a rediss URL (env ONTIME_REDIS_TLS_CERT)")
 	f.String("redis-tls-key", "", "PEM key of --redis-tls-cert (env ONTIME_REDIS_TLS_KEY)")
+	f.String("redis-shards", "", `sharded topics: comma-separated topic-or-pattern=count ("clicks=3,orders.*=2"; env ONTIME_REDIS_SHARDS)`)
+	f.Int("wait-replicas", 0, "publishes wait until this many Redis replicas have them (WAIT); 0: the primary only (env ONTIME_WAIT_REPLICAS)")
+	f.Duration("wait-timeout", time.Second, "bound of the wait for replicas (env ONTIME_WAIT_TIMEOUT)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
 	f.Duration("read-timeout", config.DefaultReadTimeout, "how long a client may take to send a request body (env ONTIME_READ_TIMEOUT)")
 	f.Int64("max-inflight-bytes", 0, "request bytes read at once before 503 overloaded (default: 4 of the largest requests; env ONTIME_MAX_INFLIGHT_BYTES)")
@@ -150,7 +156,8 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 	if cfg.Redis != "" {
 		return store.OpenRedis(store.RedisOptions{
 			URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix,
-			TLS: store.RedisTLS{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
+			TLS:    store.RedisTLS{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
+			Shards: cfg.RedisShards, WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout.D(),
 		}, log)
 	}
 	return store.OpenEmbedded(cfg.DataDir, log)

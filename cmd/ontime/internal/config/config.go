@@ -59,6 +59,21 @@ type Config struct {
 	// driver's "ontime:"). The compat layout has fixed key names and
 	// refuses a prefix.
 	RedisPrefix string `toml:"redis_prefix"`
+	// RedisShards spreads hot topics over several shards, so that one
+	// topic can use several masters of a Redis Cluster: topic name or
+	// pattern → shard count, 1 to 1024 (ontimeredis Options.Shards; see
+	// the ontimeredis package documentation). Native layout only. Every
+	// server and worker that uses a topic must give it the same count.
+	// Env/flag form: "clicks=3,orders.*=2". Default none.
+	RedisShards map[string]int `toml:"redis_shards"`
+	// WaitReplicas makes every publish wait until this many Redis replicas
+	// have acknowledged it (WAIT), at most WaitTimeout (default 1s), and
+	// fail (503) when fewer did: a failover then cannot lose an
+	// acknowledged publish (docs/guarantees.md). Default 0 (a publish is
+	// acknowledged when the primary has it). Redis only.
+	WaitReplicas int `toml:"wait_replicas"`
+	// WaitTimeout bounds the wait for replicas. Default 1s.
+	WaitTimeout Duration `toml:"wait_timeout"`
 	// MaxBodyBytes caps a message body. Default 1 MiB.
 	MaxBodyBytes int64 `toml:"max_body_bytes"`
 	// ReadTimeout bounds reading a request's body once its headers have
@@ -342,6 +357,7 @@ var envKeys = []string{
 	"ONTIME_MAX_INFLIGHT_BYTES", "ONTIME_METRICS_SAMPLE_INTERVAL", "ONTIME_METRICS_MAX_TOPICS",
 	"ONTIME_READ_TOKENS", "ONTIME_WRITE_TOKENS", "ONTIME_ADMIN_TOKENS", "ONTIME_ALLOWED_HOSTS",
 	"ONTIME_MIN_BODY_RATE", "ONTIME_REDIS_TLS_CA", "ONTIME_REDIS_TLS_CERT", "ONTIME_REDIS_TLS_KEY",
+	"ONTIME_MIN_BODY_RATE", "ONTIME_REDIS_SHARDS", "ONTIME_WAIT_REPLICAS", "ONTIME_WAIT_TIMEOUT",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -382,6 +398,24 @@ func (c *Config) Set(key, v string) error {
 		c.RedisTLSCert = v
 	case "redis_tls_key":
 		c.RedisTLSKey = v
+	case "redis_shards":
+		m, err := parseShards(v)
+		if err != nil {
+			return err
+		}
+		c.RedisShards = m
+	case "wait_replicas":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		c.WaitReplicas = n
+	case "wait_timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		c.WaitTimeout = Duration(d)
 	case "max_body_bytes", "max_inflight_bytes", "min_body_rate":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -513,6 +547,26 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.RedisPrefix, "{}") {
 		bad("redis_prefix %q must not contain '{' or '}'", c.RedisPrefix)
+	}
+	if len(c.RedisShards) > 0 && (c.Redis == "" || c.RedisLayout == "compat") {
+		bad("redis_shards: sharded topics need the Redis store with the native layout")
+	}
+	for p, n := range c.RedisShards {
+		if err := checkTopicPattern(p); err != nil {
+			bad("redis_shards %q: %v", p, err)
+		}
+		if n < 1 || n > 1024 {
+			bad("redis_shards %q = %d: want 1 to 1024", p, n)
+		}
+	}
+	if c.WaitReplicas < 0 {
+		bad("wait_replicas %d is negative", c.WaitReplicas)
+	}
+	if c.WaitReplicas > 0 && c.Redis == "" {
+		bad("wait_replicas: the embedded store has no replicas; it needs the Redis store")
+	}
+	if c.WaitTimeout < 0 {
+		bad("wait_timeout %v is negative", c.WaitTimeout.D())
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes %d is negative", c.MaxBodyBytes)
@@ -756,4 +810,25 @@ func (c *Config) Serves(topic string) bool {
 		}
 	}
 	return false
+}
+
+// parseShards reads redis_shards from the environment or a flag:
+// comma-separated "topic-or-pattern=count".
+func parseShards(v string) (map[string]int, error) {
+	m := map[string]int{}
+	for _, kv := range strings.Split(v, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, n, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want topic=count", kv)
+		}
+		c, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil {
+			return nil, fmt.Errorf("%q: the count is not an integer", kv)
+		}
+		m[strings.TrimSpace(k)] = c
+	}
+	return m, nil
 }

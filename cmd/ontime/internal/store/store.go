@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -46,6 +47,10 @@ type RedisOptions struct {
 	Prefix string
 	// TLS is the CA and client certificate of a rediss:// URL.
 	TLS RedisTLS
+	// Shards, WaitReplicas and WaitTimeout are ontimeredis.Options'.
+	Shards       map[string]int
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // OpenEmbedded opens (creating) dir/ontime.db.
