@@ -40,6 +40,7 @@ import (
 //	dead_letter_topic = "ontime.delay.dead-letters" # the default
 //	prefetch = "1s"           # Config.Prefetch
 //	max_in_flight = 10000     # Config.MaxInFlight
+//	read_ahead = 1000         # Config.ReadAhead
 //	commit_interval = "200ms" # Config.CommitInterval
 //	retry_min = "100ms"       # Config.RetryMin
 //	retry_max = "5s"          # Config.RetryMax
@@ -71,6 +72,8 @@ type FileConfig struct {
 	Prefetch, CommitInterval, RetryMin, RetryMax time.Duration
 	RevokeWait                                   time.Duration
 	MaxInFlight                                  int
+	// ReadAhead is Config.ReadAhead.
+	ReadAhead int
 	// ClientID is the franz-go client id. Default "ontime-republisher".
 	ClientID string
 	// StatsInterval is how often the republisher binary logs its
@@ -235,6 +238,12 @@ func (p *parser) parse(tbl map[string]any) (*FileConfig, error) {
 				err = p.errf(p.key(k), "%v: want a whole number of records, at least 1", v)
 			}
 			fc.MaxInFlight = int(n)
+		case "read_ahead":
+			n, ok := v.(int64)
+			if !ok || n < 1 || n > math.MaxInt32 {
+				err = p.errf(p.key(k), "%v: want a whole number of records, at least 1", v)
+			}
+			fc.ReadAhead = int(n)
 		case "prefetch":
 			fc.Prefetch, err = p.duration(k, v, false)
 		case "commit_interval":
@@ -456,6 +465,7 @@ func (fc *FileConfig) Config(obs Observer, log *slog.Logger) (Config, []kgo.Opt)
 		DeadLetterTopic: fc.DeadLetterTopic,
 		Prefetch:        fc.Prefetch,
 		MaxInFlight:     fc.MaxInFlight,
+		ReadAhead:       fc.ReadAhead,
 		CommitInterval:  fc.CommitInterval,
 		RetryMin:        fc.RetryMin,
 		RetryMax:        fc.RetryMax,

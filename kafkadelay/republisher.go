@@ -45,6 +45,12 @@ type Config struct {
 	// crash repeats at most this much work (and what was being produced).
 	// Default 200ms.
 	CommitInterval time.Duration
+	// ReadAhead bounds the records of one partition fetched behind a
+	// head that is not due to move yet. They are read so that a record
+	// that must not wait behind the head (in a bucket larger than its
+	// remaining delay, as a producer that rounds up writes it) is moved on
+	// at once; fetching pauses while ReadAhead records wait. Default 1,000.
+	ReadAhead int
 	// RetryMin and RetryMax bound the backoff between attempts of a
 	// failed produce (it doubles from RetryMin up to RetryMax). Defaults
 	// 100ms and 5s.
@@ -175,6 +181,12 @@ func (c *Config) fill() error {
 			return fmt.Errorf("%w: Config.%s is negative (%v)", ErrInvalid, name, d)
 		}
 	}
+	if c.ReadAhead < 0 {
+		return fmt.Errorf("%w: Config.ReadAhead is negative (%d)", ErrInvalid, c.ReadAhead)
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = 1000
+	}
 	if c.MaxInFlight < 0 {
 		return fmt.Errorf("%w: Config.MaxInFlight is negative (%d)", ErrInvalid, c.MaxInFlight)
 	}
@@ -285,6 +297,7 @@ func (r *Republisher) run(ctx context.Context) error {
 				} else {
 					p.buf = append(p.buf, b.items...)
 				}
+				p.waiting += len(b.items)
 				acts = r.pump(p, now, acts)
 			}
 			r.mu.Unlock()

@@ -124,7 +124,7 @@ func logStats(ctx context.Context, r *kafkadelay.Republisher, every time.Duratio
 		case <-t.C:
 		}
 		var owned, held, buffered int
-		var released, rerouted, dead, errs, early int64
+		var released, rerouted, dead, errs, early, ooo int64
 		var worst kafkadelay.PartitionStats
 		for _, s := range r.Stats() {
 			if s.Owned {
@@ -137,12 +137,13 @@ func logStats(ctx context.Context, r *kafkadelay.Republisher, every time.Duratio
 			dead += s.DeadLettered
 			errs += s.ProduceErrors
 			early += s.ReleasedEarly
+			ooo += s.OutOfOrder
 			if s.HeadLate > worst.HeadLate {
 				worst = s
 			}
 		}
 		args := []any{"partitions", owned, "held", held, "buffered", buffered, "released", released,
-			"rerouted", rerouted, "dead_lettered", dead, "produce_errors", errs, "released_early", early}
+			"rerouted", rerouted, "dead_lettered", dead, "produce_errors", errs, "released_early", early, "out_of_order", ooo}
 		if worst.HeadLate > 0 {
 			args = append(args, "latest_head", worst.Topic+"/"+strconv.Itoa(int(worst.Partition)), "head_late", worst.HeadLate.Round(time.Millisecond))
 		}
