@@ -92,6 +92,13 @@ type Republisher struct {
 	pending  int               // entries taken and not finished, over all partitions
 	room     chan struct{}     // signalled when pending drops below MaxInFlight
 
+	// commitMu orders commits: it is held from the snapshot of the
+	// offsets to the end of their commit, by the commit loop and by
+	// revocations alike, so an older snapshot can never be committed after
+	// a newer one (which would rewind a partition). Lock order: commitMu,
+	// then mu.
+	commitMu sync.Mutex
+
 	runOnce      sync.Once
 	commitErrors atomic.Int64 // failed commits since the last success
 }
@@ -362,12 +369,21 @@ func (r *Republisher) commitLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		r.commitMu.Lock()
 		r.mu.Lock()
 		offsets, parts := r.committable(nil)
 		r.mu.Unlock()
+		if testHookBeforeCommit != nil && len(offsets) > 0 {
+			testHookBeforeCommit("loop")
+		}
 		r.commit(ctx, offsets, parts)
+		r.commitMu.Unlock()
 	}
 }
+
+// testHookBeforeCommit, set by tests only, runs between the snapshot of
+// the offsets and their commit.
+var testHookBeforeCommit func(kind string)
 
 // committable returns the offsets to commit for the given partitions (all
 // owned ones if ps is nil): those whose finished prefix moved past the last
@@ -499,6 +515,9 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 		r.awaitProduces(ctx, ps, time.Now().Add(r.cfg.RevokeWait))
 	}
 
+	if kind == "revoked" {
+		r.commitMu.Lock() // until the commit below is done: see commitMu
+	}
 	r.mu.Lock()
 	var offsets map[string]map[int32]kgo.EpochOffset
 	var committing []*partition
@@ -516,15 +535,21 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	r.mu.Unlock()
 
 	cl.ResumeFetchPartitions(gone)
-	if kind == "revoked" && len(offsets) > 0 {
-		r.commit(ctx, offsets, committing)
-		ev.Committed = make(map[string]map[int32]int64)
-		for t, m := range offsets {
-			ev.Committed[t] = make(map[int32]int64)
-			for id, o := range m {
-				ev.Committed[t][id] = o.Offset
+	if kind == "revoked" {
+		if len(offsets) > 0 {
+			if testHookBeforeCommit != nil {
+				testHookBeforeCommit("revoke")
+			}
+			r.commit(ctx, offsets, committing)
+			ev.Committed = make(map[string]map[int32]int64)
+			for t, m := range offsets {
+				ev.Committed[t] = make(map[int32]int64)
+				for id, o := range m {
+					ev.Committed[t][id] = o.Offset
+				}
 			}
 		}
+		r.commitMu.Unlock()
 	}
 	r.mu.Lock()
 	for _, p := range ps {
