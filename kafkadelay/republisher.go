@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,26 @@ type Config struct {
 	// the next owner. Default 5s; keep it well under the group's
 	// rebalance timeout (franz-go's default is 60s).
 	RevokeWait time.Duration
+	// SessionTimeout is the consumer group's session timeout: how long
+	// the group waits for a republisher that stopped heartbeating (a crash,
+	// SIGKILL, a network partition, a long GC or VM pause) before giving
+	// its partitions to the others. It bounds how late the records of a
+	// crashed republisher's partitions are (about SessionTimeout plus a
+	// heartbeat and a rebalance). Lower means faster takeover after a crash
+	// but more rebalances on a slow network or a paused process (each
+	// costs a hand-off and may repeat records). The brokers must allow it
+	// (group.min.session.timeout.ms, 6s by default in Kafka). Default 6s
+	// (franz-go's own default is 45s).
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a republisher heartbeats to the group:
+	// how soon the survivors learn of a rebalance. It must be less than
+	// SessionTimeout (a third or less is usual). Default 500ms.
+	HeartbeatInterval time.Duration
+	// RebalanceStrategy is the group's partition assignor:
+	// "cooperative-sticky" (default: partitions that stay put keep working
+	// during a rebalance), "sticky", "range" or "round-robin". Every member
+	// of the group must use the same.
+	RebalanceStrategy string
 	// DestinationOpts, when not nil, are the options of a second franz-go
 	// client that produces released records to their destinations (a
 	// different cluster than the buckets'). Nil: releases use the bucket
@@ -129,7 +150,13 @@ func NewRepublisher(cfg Config, opts ...kgo.Opt) (*Republisher, error) {
 		changed:  make(chan struct{}),
 		room:     make(chan struct{}, 1),
 	}
-	all := append([]kgo.Opt(nil), opts...)
+	// The group's timing first, so that options in opts override it.
+	all := []kgo.Opt{
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(cfg.HeartbeatInterval),
+		kgo.Balancers(balancer(cfg.RebalanceStrategy)),
+	}
+	all = append(all, opts...)
 	all = append(all,
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Ladder.Topics()...),
@@ -200,6 +227,24 @@ func (c *Config) fill() error {
 	if c.Prefetch == 0 {
 		c.Prefetch = min(c.Ladder.Smallest(), time.Second)
 	}
+	if c.SessionTimeout < 0 || c.HeartbeatInterval < 0 {
+		return fmt.Errorf("%w: Config.SessionTimeout and HeartbeatInterval must not be negative", ErrInvalid)
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = min(DefaultHeartbeatInterval, c.SessionTimeout/3)
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("%w: Config.HeartbeatInterval (%v) must be less than SessionTimeout (%v)", ErrInvalid, c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.RebalanceStrategy == "" {
+		c.RebalanceStrategy = "cooperative-sticky"
+	}
+	if balancer(c.RebalanceStrategy) == nil {
+		return fmt.Errorf("%w: Config.RebalanceStrategy %q: want one of %s", ErrInvalid, c.RebalanceStrategy, strings.Join(RebalanceStrategies, ", "))
+	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 50000
 	}
@@ -223,6 +268,32 @@ func (c *Config) fill() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// The defaults of Config's group timing: a republisher killed by SIGKILL
+// has its partitions taken over within about DefaultSessionTimeout plus a
+// heartbeat and a rebalance.
+const (
+	DefaultSessionTimeout    = 6 * time.Second
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+)
+
+// RebalanceStrategies are the values Config.RebalanceStrategy accepts.
+var RebalanceStrategies = []string{"cooperative-sticky", "sticky", "range", "round-robin"}
+
+// balancer returns the franz-go balancer of a strategy name, or nil.
+func balancer(name string) kgo.GroupBalancer {
+	switch name {
+	case "cooperative-sticky":
+		return kgo.CooperativeStickyBalancer()
+	case "sticky":
+		return kgo.StickyBalancer()
+	case "range":
+		return kgo.RangeBalancer()
+	case "round-robin":
+		return kgo.RoundRobinBalancer()
 	}
 	return nil
 }
