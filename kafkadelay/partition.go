@@ -82,7 +82,8 @@ type entry struct {
 	state    entryState
 	timer    *time.Timer
 	kind     actionKind
-	out      *kgo.Record // what is being produced
+	out      *kgo.Record // what is being produced (outRec, or a dead letter's copy)
+	outRec   kgo.Record  // the record produced, allocated with the entry
 	to       Bucket      // the bucket of a reroute
 	reason   string      // the reason of a dead letter
 	attempts int
@@ -102,7 +103,7 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 // parse reads a fetched record's headers into an item. It needs no lock.
 func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
 	it := item{rec: rec, seen: now}
-	it.meta, it.err = ParseMeta(rec.Headers)
+	it.meta, it.err = parseMeta(rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
 		if _, isBucket := r.cfg.Ladder.Bucket(dest); isBucket || dest == r.cfg.DeadLetterTopic {
@@ -363,7 +364,8 @@ func (r *Republisher) wait(e *entry, at, now time.Time, acts []action) []action 
 // send builds e's record for its kind and queues its produce.
 func (r *Republisher) send(e *entry, acts []action) []action {
 	src := e.rec
-	out := &kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
+	e.outRec = kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
+	out := &e.outRec
 	cl := r.cl
 	switch e.kind {
 	case reroute:

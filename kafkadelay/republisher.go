@@ -120,6 +120,10 @@ type Republisher struct {
 	// then mu.
 	commitMu sync.Mutex
 
+	// names interns destination topic names; only the poll loop (parse)
+	// uses it.
+	names map[string]string
+
 	runOnce      sync.Once
 	commitErrors atomic.Int64 // failed commits since the last success
 }
@@ -296,6 +300,22 @@ func balancer(name string) kgo.GroupBalancer {
 		return kgo.RoundRobinBalancer()
 	}
 	return nil
+}
+
+// intern returns the string of b, one copy per distinct name (up to
+// 10,000 names; then it stops remembering new ones).
+func (r *Republisher) intern(b []byte) string {
+	if s, ok := r.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if r.names == nil {
+		r.names = make(map[string]string)
+	}
+	if len(r.names) < 10000 {
+		r.names[s] = s
+	}
+	return s
 }
 
 // fetchWait is the broker's long-poll wait: half the prefetch, so that a
