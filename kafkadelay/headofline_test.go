@@ -31,11 +31,20 @@ func holLadder(t testing.TB) *kafkadelay.Ladder {
 // topic and partition, as a hand-written producer would.
 func produceTo(t *testing.T, cl *kgo.Client, p *kafkadelay.Producer, bucket string, partition int32, dest string, due time.Time, n int) published {
 	t.Helper()
+	return produceAt(t, cl, p, bucket, partition, dest, due, time.Time{}, n)
+}
+
+// produceAt is produceTo with the record's timestamp ts (zero: now).
+func produceAt(t *testing.T, cl *kgo.Client, p *kafkadelay.Producer, bucket string, partition int32, dest string, due, ts time.Time, n int) published {
+	t.Helper()
 	rec, err := p.Route(&kgo.Record{Topic: dest, Value: []byte("v" + strconv.Itoa(n))}, due)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec.Topic, rec.Partition = bucket, partition
+	if !ts.IsZero() {
+		rec.Timestamp = ts
+	}
 	if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +85,45 @@ func TestNoHeadOfLineBlocking(t *testing.T) {
 	}
 	if moved != 1 {
 		t.Errorf("OutOfOrder = %d, want 1 (record B)", moved)
+	}
+	r.stop(t)
+}
+
+// Two producers whose clocks disagree by 5 s write to the same 10 s bucket
+// partition: A (clock right) due in 12 s, then B (clock 5 s behind, so its
+// timestamp says it has already waited 5 s) due in 6 s. Both belong in the
+// bucket, but B must leave it first: A is moved on at once and B arrives
+// on time.
+func TestNoHeadOfLineBlockingClockSkew(t *testing.T) {
+	c := newClusterWith(t, holLadder(t))
+	s := c.sink(t)
+	cl := c.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	p, err := kafkadelay.NewProducer(cl, c.ladder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.republisher(t, nil)
+	now := time.Now()
+	a := produceAt(t, cl, p, "delay-10s", 1, "orders", now.Add(12*time.Second), time.Time{}, 0)
+	b := produceAt(t, cl, p, "delay-10s", 1, "orders", now.Add(6*time.Second), now.Add(-5*time.Second), 1)
+	s.waitFor(t, 30*time.Second, "records A and B", func(s *sink) bool { return len(s.got[a.id]) > 0 && len(s.got[b.id]) > 0 })
+	s.mu.Lock()
+	lateB := s.got[b.id][0].received.Sub(b.due)
+	s.mu.Unlock()
+	t.Logf("B arrived %v after its due instant", lateB.Round(time.Millisecond))
+	if lateB > 2*time.Second {
+		t.Errorf("B was held up behind A: %v late", lateB)
+	}
+	dups, _ := s.check(t, map[string]published{a.id: a, b.id: b})
+	if dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	var moved int64
+	for _, st := range r.Stats() {
+		moved += st.OutOfOrder
+	}
+	if moved != 1 {
+		t.Errorf("OutOfOrder = %d, want 1 (record A)", moved)
 	}
 	r.stop(t)
 }
