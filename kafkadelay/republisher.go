@@ -39,8 +39,9 @@ type Config struct {
 	// produced). While it is reached the republisher does not poll
 	// (franz-go keeps at most one fetch per broker buffered; heartbeats and
 	// rebalances go on) until produces finish. Records fetched behind a
-	// head that is not due are not counted: a partition holds at most one
-	// fetch of them. Default 50,000 (about 60 MB with 100-byte values).
+	// head that is not due are not counted: a partition holds about
+	// ReadAhead of them plus one fetch. Default 50,000 (about 60 MB with
+	// 100-byte values).
 	MaxInFlight int
 	// CommitInterval is how often finished offsets are committed; a
 	// crash repeats at most this much work (and what was being produced).
