@@ -20,16 +20,25 @@ import (
 // kill test starts it as a subprocess and SIGKILLs it).
 const childEnv = "KAFKADELAY_TEST_CHILD"
 
+// childDefaultsEnv, when set, makes the child keep the Config's default
+// group timing (session timeout, heartbeat) instead of the kill test's
+// short one.
+const childDefaultsEnv = "KAFKADELAY_TEST_CHILD_DEFAULTS"
+
 func runChild() int {
 	brokers := strings.Split(os.Getenv(childEnv), ",")
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	if os.Getenv(childDefaultsEnv) == "" {
+		opts = append(opts, kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
+	}
 	r, err := kafkadelay.NewRepublisher(kafkadelay.Config{
 		Ladder:          testLadder(nopTB{}),
 		Group:           "republishers",
 		DeadLetterTopic: dlqTopic,
 		Logger:          log,
 		Observer:        readySignal{},
-	}, kgo.SeedBrokers(brokers...), kgo.SessionTimeout(time.Second), kgo.HeartbeatInterval(200*time.Millisecond))
+	}, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -1,6 +1,7 @@
 package kafkadelay
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -27,6 +28,11 @@ import (
 //	bootstrap_servers = ["localhost:9092"]
 //	group_id = "nala-global-republisher-group"
 //
+//	# optional, ontime's: the group's timing (Config.SessionTimeout, ...)
+//	session_timeout = "6s"
+//	heartbeat_interval = "500ms"
+//	rebalance_strategy = "cooperative-sticky"
+//
 //	[default.integration.messaging.republisher.producer]
 //	bootstrap_servers = ["localhost:9092"]
 //
@@ -40,6 +46,7 @@ import (
 //	dead_letter_topic = "ontime.delay.dead-letters" # the default
 //	prefetch = "1s"           # Config.Prefetch
 //	max_in_flight = 10000     # Config.MaxInFlight
+//	read_ahead = 1000         # Config.ReadAhead
 //	commit_interval = "200ms" # Config.CommitInterval
 //	retry_min = "100ms"       # Config.RetryMin
 //	retry_max = "5s"          # Config.RetryMax
@@ -71,6 +78,13 @@ type FileConfig struct {
 	Prefetch, CommitInterval, RetryMin, RetryMax time.Duration
 	RevokeWait                                   time.Duration
 	MaxInFlight                                  int
+	// ReadAhead is Config.ReadAhead.
+	ReadAhead int
+	// SessionTimeout, HeartbeatInterval and RebalanceStrategy are
+	// consumer.session_timeout, consumer.heartbeat_interval and
+	// consumer.rebalance_strategy: the Config fields of the same name.
+	SessionTimeout, HeartbeatInterval time.Duration
+	RebalanceStrategy                 string
 	// ClientID is the franz-go client id. Default "ontime-republisher".
 	ClientID string
 	// StatsInterval is how often the republisher binary logs its
@@ -235,6 +249,12 @@ func (p *parser) parse(tbl map[string]any) (*FileConfig, error) {
 				err = p.errf(p.key(k), "%v: want a whole number of records, at least 1", v)
 			}
 			fc.MaxInFlight = int(n)
+		case "read_ahead":
+			n, ok := v.(int64)
+			if !ok || n < 1 || n > math.MaxInt32 {
+				err = p.errf(p.key(k), "%v: want a whole number of records, at least 1", v)
+			}
+			fc.ReadAhead = int(n)
 		case "prefetch":
 			fc.Prefetch, err = p.duration(k, v, false)
 		case "commit_interval":
@@ -271,6 +291,16 @@ func (p *parser) parse(tbl map[string]any) (*FileConfig, error) {
 				err = p.errf(p.key("consumer", k), "want a non-empty string")
 			}
 			fc.Group = s
+		case "session_timeout":
+			fc.SessionTimeout, err = p.durationAt(consumer[k], false, "consumer", k)
+		case "heartbeat_interval":
+			fc.HeartbeatInterval, err = p.durationAt(consumer[k], false, "consumer", k)
+		case "rebalance_strategy":
+			s, _ := consumer[k].(string)
+			if balancer(s) == nil {
+				err = p.errf(p.key("consumer", k), "%v: want one of %s", consumer[k], strings.Join(RebalanceStrategies, ", "))
+			}
+			fc.RebalanceStrategy = s
 		default:
 			err = p.errf(p.key("consumer", k), "unknown key")
 		}
@@ -280,6 +310,9 @@ func (p *parser) parse(tbl map[string]any) (*FileConfig, error) {
 	}
 	if len(fc.Brokers) == 0 {
 		return nil, p.errf(p.key("consumer", "bootstrap_servers"), "missing: the brokers of the bucket topics")
+	}
+	if session := cmp.Or(fc.SessionTimeout, DefaultSessionTimeout); fc.HeartbeatInterval >= session {
+		return nil, p.errf(p.key("consumer", "heartbeat_interval"), "%v must be less than the session timeout (%v)", fc.HeartbeatInterval, session)
 	}
 	if fc.Group == "" {
 		return nil, p.errf(p.key("consumer", "group_id"), "missing: the republishers' consumer group")
@@ -382,16 +415,22 @@ func (p *parser) topic(k string, v any) (string, error) {
 }
 
 func (p *parser) duration(k string, v any, zeroOK bool) (time.Duration, error) {
+	return p.durationAt(v, zeroOK, k)
+}
+
+// durationAt is duration for the key path k (such as "consumer",
+// "session_timeout").
+func (p *parser) durationAt(v any, zeroOK bool, k ...string) (time.Duration, error) {
 	s, ok := v.(string)
 	if !ok {
-		return 0, p.errf(p.key(k), "want a duration string such as \"500ms\" or \"2s\"")
+		return 0, p.errf(p.key(k...), "want a duration string such as \"500ms\" or \"2s\"")
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, p.errf(p.key(k), "%v", err)
+		return 0, p.errf(p.key(k...), "%v", err)
 	}
 	if d < 0 || d == 0 && !zeroOK {
-		return 0, p.errf(p.key(k), "%s: want a positive duration", s)
+		return 0, p.errf(p.key(k...), "%s: want a positive duration", s)
 	}
 	return d, nil
 }
@@ -451,17 +490,21 @@ func sameSet(a, b []string) bool {
 // given observer and logger, and the franz-go options of its clients.
 func (fc *FileConfig) Config(obs Observer, log *slog.Logger) (Config, []kgo.Opt) {
 	cfg := Config{
-		Ladder:          fc.Ladder,
-		Group:           fc.Group,
-		DeadLetterTopic: fc.DeadLetterTopic,
-		Prefetch:        fc.Prefetch,
-		MaxInFlight:     fc.MaxInFlight,
-		CommitInterval:  fc.CommitInterval,
-		RetryMin:        fc.RetryMin,
-		RetryMax:        fc.RetryMax,
-		RevokeWait:      fc.RevokeWait,
-		Observer:        obs,
-		Logger:          log,
+		Ladder:            fc.Ladder,
+		Group:             fc.Group,
+		DeadLetterTopic:   fc.DeadLetterTopic,
+		Prefetch:          fc.Prefetch,
+		MaxInFlight:       fc.MaxInFlight,
+		ReadAhead:         fc.ReadAhead,
+		SessionTimeout:    fc.SessionTimeout,
+		HeartbeatInterval: fc.HeartbeatInterval,
+		RebalanceStrategy: fc.RebalanceStrategy,
+		CommitInterval:    fc.CommitInterval,
+		RetryMin:          fc.RetryMin,
+		RetryMax:          fc.RetryMax,
+		RevokeWait:        fc.RevokeWait,
+		Observer:          obs,
+		Logger:            log,
 	}
 	if fc.DestinationBrokers != nil {
 		cfg.DestinationOpts = []kgo.Opt{kgo.SeedBrokers(fc.DestinationBrokers...), kgo.ClientID(fc.ClientID)}

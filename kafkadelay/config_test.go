@@ -83,9 +83,13 @@ retry_max = "2s"
 revoke_wait = "3s"
 client_id = "r1"
 stats_interval = "0s"
+read_ahead = 200
 [consumer]
 bootstrap_servers = "a:9092, b:9092"
 group_id = "g"
+session_timeout = "3s"
+heartbeat_interval = "1s"
+rebalance_strategy = "range"
 [producer]
 bootstrap_servers = ["c:9092"]
 [delay_topics]
@@ -97,7 +101,8 @@ bootstrap_servers = ["c:9092"]
 	}
 	if fc.Section != "" || fc.DeadLetterTopic != "dlq" || fc.Prefetch != 300*time.Millisecond || fc.MaxInFlight != 500 ||
 		fc.CommitInterval != time.Second || fc.RetryMin != 50*time.Millisecond || fc.RetryMax != 2*time.Second ||
-		fc.RevokeWait != 3*time.Second || fc.ClientID != "r1" || fc.StatsInterval != 0 {
+		fc.RevokeWait != 3*time.Second || fc.ClientID != "r1" || fc.StatsInterval != 0 || fc.ReadAhead != 200 ||
+		fc.SessionTimeout != 3*time.Second || fc.HeartbeatInterval != time.Second || fc.RebalanceStrategy != "range" {
 		t.Errorf("parsed %+v", fc)
 	}
 	if strings.Join(fc.Brokers, ",") != "a:9092,b:9092" || strings.Join(fc.DestinationBrokers, ",") != "c:9092" {
@@ -138,6 +143,9 @@ group_id = "g"
 		{"bad section", ok + "[delay_topics]\n1 = \"a\"\n", "x.y", `no table [x] in the file`},
 		{"two sections", "[a.delay_topics]\n1 = \"a\"\n[b.delay_topics]\n1 = \"b\"\n", "", `several tables have a delay_topics table ([a], [b])`},
 		{"not toml", "[delay_topics\n", "", `toml:`},
+		{"bad strategy", ok + "rebalance_strategy = \"fair\"\n[delay_topics]\n1 = \"a\"\n", "", `consumer.rebalance_strategy: fair: want one of cooperative-sticky`},
+		{"heartbeat too long", ok + "session_timeout = \"2s\"\nheartbeat_interval = \"2s\"\n[delay_topics]\n1 = \"a\"\n", "", `consumer.heartbeat_interval: 2s must be less than the session timeout (2s)`},
+		{"bad session", ok + "session_timeout = 6\n[delay_topics]\n1 = \"a\"\n", "", `consumer.session_timeout: want a duration string`},
 	}
 	cases[14] = struct{ name, toml, section, want string }{"disabled",
 		"[r]\nenabled = false\n[r.consumer]\nbootstrap_servers = [\"k:1\"]\ngroup_id = \"g\"\n[r.delay_topics]\n1 = \"a\"\n", "r",

@@ -35,14 +35,27 @@
 // smallest bucket, which the republisher reads at once (holding its
 // records in memory, each for less than the smallest delay).
 //
-// Because each bucket has one delay, a bucket partition's records are due
+// Because each bucket has one delay, the records of a bucket partition
+// that belong in it (their remaining delay was at least its delay) are due
 // to move in the order they were appended (their timestamps), so the
-// republisher only ever waits for the head of a partition: it pauses the
-// partition (franz-go's PauseFetchPartitions) and resumes it with a timer,
-// reading each record into memory [Config.Prefetch] before its instant so
-// that the fetch round trip never makes it late. It never sleeps in its
-// poll loop. A delay is never rounded up to a bucket: the last step is
-// exact.
+// republisher only waits for the head of a partition. It keeps reading
+// behind a waiting head (up to [Config.ReadAhead] records, then it pauses
+// the partition with franz-go's PauseFetchPartitions and resumes it with a
+// timer), and a record that must not wait behind the head — one in a
+// bucket larger than its remaining delay, as producers that round up write
+// ([RoundUp], [Ladder.RouteUp]) — is moved on at once, so no record holds
+// up the line. It reads each record into memory [Config.Prefetch] before
+// its instant so that the fetch round trip never makes it late, and never
+// sleeps in its poll loop. A delay is never rounded up to a bucket: the
+// last step is exact.
+//
+// # A crash
+//
+// A republisher killed without leaving its group keeps its partitions
+// until the group's session timeout ([Config.SessionTimeout], 6s by
+// default) passes; the others then take them over from the last commit, so
+// records due meanwhile are late by about that much, never early, never
+// lost.
 //
 // # Never early
 //

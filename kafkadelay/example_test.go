@@ -71,3 +71,41 @@ func Example() {
 	// early: false
 	// republisher stopped: <nil>
 }
+
+// A producer that rounds up, as the reference design does, picks the
+// smallest bucket at least the delay; the ladder's own rule picks the
+// largest bucket at most the delay. The republisher delivers both at the
+// due instant.
+func ExampleLadder_RouteUp() {
+	ladder := kafkadelay.RecommendedLadder("ontime.delay.")
+	for _, d := range []time.Duration{500 * time.Millisecond, 61 * time.Second, 299 * time.Second} {
+		down, _ := ladder.Route(d)
+		fmt.Printf("%v: round down %s, round up %s\n", d, down.Topic, ladder.RouteUp(d).Topic)
+	}
+	// Output:
+	// 500ms: round down ontime.delay.1s, round up ontime.delay.1s
+	// 1m1s: round down ontime.delay.1m, round up ontime.delay.5m
+	// 4m59s: round down ontime.delay.1m, round up ontime.delay.5m
+}
+
+// RoundUp makes a Producer write records the way producers that follow
+// the reference design do. Route builds the record without producing it
+// (the client connects only when it produces).
+func ExampleRoundUp() {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:9092"))
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	ladder := kafkadelay.RecommendedLadder("ontime.delay.")
+	p, err := kafkadelay.NewProducer(cl, ladder, kafkadelay.RoundUp())
+	if err != nil {
+		panic(err)
+	}
+	rec, err := p.Route(&kgo.Record{Topic: "invoices", Value: []byte("hi")}, time.Now().Add(90*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rec.Topic)
+	// Output: ontime.delay.5m
+}

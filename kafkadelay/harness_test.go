@@ -52,7 +52,12 @@ type cluster struct {
 
 func newCluster(t testing.TB, extra ...kfake.Opt) *cluster {
 	t.Helper()
-	l := testLadder(t)
+	return newClusterWith(t, testLadder(t), extra...)
+}
+
+// newClusterWith is newCluster with another ladder.
+func newClusterWith(t testing.TB, l *kafkadelay.Ladder, extra ...kfake.Opt) *cluster {
+	t.Helper()
 	topics := append(append(l.Topics(), dlqTopic), destinations...)
 	opts := append([]kfake.Opt{
 		kfake.NumBrokers(3),

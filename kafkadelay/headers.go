@@ -83,15 +83,22 @@ func (m *Meta) dueMillis() int64 { return m.Due.UnixMilli() }
 // Kafka topic name). The timestamp header is optional. Errors wrap
 // [ErrInvalid].
 func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
+	return parseMeta(headers, nil)
+}
+
+// parseMeta is ParseMeta; intern, when not nil, returns the string of a
+// destination's bytes (the republisher keeps one copy of each name rather
+// than allocating one per record).
+func parseMeta(headers []kgo.RecordHeader, intern func([]byte) string) (Meta, error) {
 	var (
 		m                         Meta
-		due, dest, id, ts         string
+		due, dest, id, ts         []byte
 		seenDue, seenDest, seenID bool
 		seenTS                    bool
 	)
 	for _, h := range headers {
 		var seen *bool
-		var into *string
+		var into *[]byte
 		switch h.Key {
 		case HeaderDue:
 			seen, into = &seenDue, &due
@@ -108,7 +115,7 @@ func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
 			return m, fmt.Errorf("%w: header %s appears twice", ErrInvalid, h.Key)
 		}
 		*seen = true
-		*into = string(h.Value)
+		*into = h.Value
 	}
 	switch {
 	case !seenDue:
@@ -118,27 +125,50 @@ func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
 	case !seenID:
 		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderID)
 	}
-	ms, err := parseMillis(due)
+	ms, err := parseMillisBytes(due)
 	if err != nil {
 		return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
 	}
 	m.Due = time.UnixMilli(ms)
-	if err := ValidTopic(dest); err != nil {
+	if intern != nil {
+		m.Destination = intern(dest)
+	} else {
+		m.Destination = string(dest)
+	}
+	if err := ValidTopic(m.Destination); err != nil {
 		return m, fmt.Errorf("header %s: %w", HeaderDestination, err)
 	}
-	m.Destination = dest
-	if id == "" || len(id) > 255 {
+	if len(id) == 0 || len(id) > 255 {
 		return m, fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))
 	}
-	m.ID = id
+	m.ID = string(id)
 	if seenTS {
-		ms, err := parseMillis(ts)
+		ms, err := parseMillisBytes(ts)
 		if err != nil {
 			return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderTimestamp, err)
 		}
 		m.Timestamp = time.UnixMilli(ms)
 	}
 	return m, nil
+}
+
+// parseMillisBytes is parseMillis without converting b to a string
+// unless it is malformed.
+func parseMillisBytes(b []byte) (int64, error) {
+	if len(b) == 0 || len(b) > 15 {
+		return parseMillis(string(b))
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return parseMillis(string(b))
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n < minMillis || n > maxMillis {
+		return parseMillis(string(b))
+	}
+	return n, nil
 }
 
 // parseMillis reads a decimal count of milliseconds in [minMillis,

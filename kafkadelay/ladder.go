@@ -24,8 +24,10 @@ type Bucket struct {
 // way, so a record steps down the ladder, and the last remainder (less
 // than the smallest Delay) is held in the republisher's memory and
 // produced at the exact due instant. Because every bucket topic has one
-// fixed delay, its records leave it in offset order, and the republisher
-// can pause a partition until its head record is due to move.
+// fixed delay, the records that belong in it (their remaining delay was at
+// least its Delay) leave it in offset order, and the republisher waits
+// only for a partition's head; a record in a bucket larger than its
+// remaining delay (see [Ladder.RouteUp]) is moved on as soon as it is read.
 //
 // A Ladder is immutable and safe for concurrent use.
 type Ladder struct {
@@ -141,6 +143,21 @@ func (l *Ladder) Route(rem time.Duration) (b Bucket, ok bool) {
 		}
 	}
 	return l.buckets[0], false // unreachable
+}
+
+// RouteUp returns the bucket a producer that rounds up chooses for the
+// remaining delay rem: the smallest bucket whose Delay is at least rem (the
+// largest bucket when rem exceeds every Delay). It is the reference
+// design's rule. The republisher takes such a record at once when it reads
+// it, whatever waits ahead of it, and moves it on by its remaining delay, so
+// rounding up costs a hop, never lateness.
+func (l *Ladder) RouteUp(rem time.Duration) Bucket {
+	for _, b := range l.buckets {
+		if b.Delay >= rem {
+			return b
+		}
+	}
+	return l.buckets[len(l.buckets)-1]
 }
 
 // String lists the ladder as "1s=topic, 5s=topic, ...".

@@ -161,12 +161,18 @@ type PartitionStats struct {
 	// LatenessMax is the largest lateness of a release from this
 	// partition.
 	LatenessMax time.Duration
+	// OutOfOrder counts records taken ahead of the partition's head
+	// because they could not wait behind it: in a bucket larger than their
+	// remaining delay (a producer that rounds up), or behind records whose
+	// timestamps are later than theirs by more than the prefetch. A
+	// producer that follows the ladder's rule causes none.
+	OutOfOrder int64
 }
 
 // counters are a partition's totals, kept across revocations.
 type counters struct {
-	released, rerouted, dead, early, errors int64
-	latenessMax                             time.Duration
+	released, rerouted, dead, early, errors, outOfOrder int64
+	latenessMax                                         time.Duration
 }
 
 // Stats returns a snapshot of every partition this republisher owns or
@@ -181,12 +187,13 @@ func (r *Republisher) Stats() []PartitionStats {
 			Topic: tp.topic, Partition: tp.partition, Committed: -1,
 			Released: c.released, Rerouted: c.rerouted, DeadLettered: c.dead,
 			ReleasedEarly: c.early, ProduceErrors: c.errors, LatenessMax: c.latenessMax,
+			OutOfOrder: c.outOfOrder,
 		}
 		if p := r.parts[tp]; p != nil {
 			s.Owned = true
 			s.Paused = p.paused
 			s.HeadLate = p.headLate(now)
-			s.Buffered = len(p.buf)
+			s.Buffered = p.waiting
 			s.Held, s.Producing = p.counts()
 			s.Committed = p.committed
 		}

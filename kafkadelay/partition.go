@@ -1,9 +1,11 @@
 package kafkadelay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -19,12 +21,15 @@ type partition struct {
 	smallest bool // the smallest bucket: records are read at once
 	counters *counters
 
-	buf       []item   // fetched, not taken yet, in offset order
-	inflight  []*entry // taken, not finished, in offset order (finished ones are popped from the front)
-	pending   int      // entries in inflight that are not finished
-	producing int      // entries whose produce is in flight
-	failing   int      // entries whose produce failed and waits for a retry: nothing is taken meanwhile
-	errors    int      // produce errors since the partition started failing (for the log)
+	buf       []item    // fetched, in offset order; taken ones are skipped (see item.taken)
+	checked   int       // buf[:checked] were checked for taking out of order
+	waiting   int       // items in buf not taken
+	maxStep   time.Time // the latest step of the items in buf[:checked] not taken
+	inflight  []*entry  // taken, not finished, in offset order (finished ones are popped from the front)
+	pending   int       // entries in inflight that are not finished
+	producing int       // entries whose produce is in flight
+	failing   int       // entries whose produce failed and waits for a retry: nothing is taken meanwhile
+	errors    int       // produce errors since the partition started failing (for the log)
 	paused    bool
 	wake      *time.Timer
 	wakeAt    time.Time
@@ -44,6 +49,9 @@ type item struct {
 	seen time.Time // when this republisher fetched it
 	meta Meta
 	err  error // the headers are missing or malformed
+	// taken: taken out of order (it is in inflight); the head loop
+	// skips it.
+	taken bool
 }
 
 // entryState is where a taken record is.
@@ -74,7 +82,8 @@ type entry struct {
 	state    entryState
 	timer    *time.Timer
 	kind     actionKind
-	out      *kgo.Record // what is being produced
+	out      *kgo.Record // what is being produced (outRec, or a dead letter's copy)
+	outRec   kgo.Record  // the record produced, allocated with the entry
 	to       Bucket      // the bucket of a reroute
 	reason   string      // the reason of a dead letter
 	attempts int
@@ -94,7 +103,7 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 // parse reads a fetched record's headers into an item. It needs no lock.
 func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
 	it := item{rec: rec, seen: now}
-	it.meta, it.err = ParseMeta(rec.Headers)
+	it.meta, it.err = parseMeta(rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
 		if _, isBucket := r.cfg.Ladder.Bucket(dest); isBucket || dest == r.cfg.DeadLetterTopic {
@@ -104,15 +113,22 @@ func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
 	return it
 }
 
-// stepAt is when a record leaves this partition's bucket: its bucket
-// delay after it was produced here, but never after its due instant, and
-// never more than the delay after this republisher fetched it (a producer
-// whose clock runs ahead cannot hold a partition back).
-func (p *partition) stepAt(it *item) time.Time {
+// bucketStep is when a record leaves this partition's bucket by the
+// bucket's delay: the delay after it was produced here, but never more than
+// the delay after this republisher fetched it (a producer whose clock runs
+// ahead cannot hold a partition back).
+func (p *partition) bucketStep(it *item) time.Time {
 	s := it.rec.Timestamp.Add(p.bucket.Delay)
 	if late := it.seen.Add(p.bucket.Delay); late.Before(s) {
 		s = late
 	}
+	return s
+}
+
+// stepAt is when a record leaves this partition's bucket: its bucketStep,
+// or its due instant if that is earlier.
+func (p *partition) stepAt(it *item) time.Time {
+	s := p.bucketStep(it)
 	if it.meta.Due.Before(s) {
 		s = it.meta.Due
 	}
@@ -120,40 +136,154 @@ func (p *partition) stepAt(it *item) time.Time {
 }
 
 // pump takes the records at the head of the buffer that are due to be
-// taken, arms a wake-up for the first that is not, and pauses or resumes
-// fetching. It appends the produces to issue to acts. r.mu is held.
+// taken, then checks the records fetched since the last pump: any that must
+// not wait behind the head is taken at once (see checkNew). It arms a
+// wake-up for the head that is not due and pauses fetching while a produce
+// is failing or ReadAhead records wait. It appends the produces to issue to
+// acts. r.mu is held.
 func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action {
 	if p.stopped {
 		return acts
 	}
+	acts = r.takeHead(p, now, acts)
+	if p.failing == 0 {
+		before := p.waiting
+		acts = r.checkNew(p, now, acts)
+		if p.waiting != before {
+			// The head may have moved on, or have a new successor.
+			acts = r.takeHead(p, now, acts)
+		}
+	}
+	r.setPaused(p, p.failing > 0 || p.waiting >= r.cfg.ReadAhead)
+	return acts
+}
+
+// takeHead takes the records at the head of the buffer that are due to be
+// taken and arms a wake-up for the first that is not. r.mu is held.
+func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []action {
 	for p.failing == 0 && len(p.buf) > 0 {
 		it := &p.buf[0]
-		var step time.Time
-		if it.err == nil {
-			step = p.stepAt(it)
-			if !p.smallest {
-				if take := step.Add(-r.prefetch); now.Before(take) {
-					r.armWake(p, take, now)
-					break
+		if !it.taken {
+			var step time.Time
+			if it.err == nil {
+				step = p.stepAt(it)
+				if !p.smallest {
+					if take := step.Add(-r.prefetch); now.Before(take) {
+						r.armWake(p, take, now)
+						break
+					}
 				}
 			}
-		}
-		e := &entry{item: *it, p: p, step: step, target: step}
-		if p.first < 0 {
-			p.first = it.rec.Offset
+			acts = r.take(p, it, step, now, acts)
 		}
 		p.buf[0] = item{}
 		p.buf = p.buf[1:]
-		p.inflight = append(p.inflight, e)
-		p.pending++
-		r.pending++
-		acts = r.advance(e, now, acts)
+		if p.checked > 0 {
+			p.checked--
+		}
 	}
 	if len(p.buf) == 0 {
 		p.buf = nil // let the backing array go
+		p.checked = 0
+		p.maxStep = time.Time{}
 	}
-	r.setPaused(p, p.failing > 0 || len(p.buf) > 0)
 	return acts
+}
+
+// checkNew looks at the records fetched behind a waiting head since the
+// last call. The head waits only for records that belong where they are;
+// a record behind it is taken at once when it must leave its bucket before
+// the head does:
+//
+//   - a malformed record (dead-lettered at once);
+//   - a record whose due instant comes before it would leave its bucket by
+//     the bucket's delay: it is in a bucket larger than its remaining delay
+//     (a producer that rounds up, a hand-written one, clock skew). It is
+//     moved on at once to the rung its remaining delay routes it to, or
+//     held in memory when less than the smallest delay remains, or
+//     released if due;
+//   - a record that leaves its bucket earlier than records before it by
+//     more than the prefetch (their timestamps went backwards: producers'
+//     clocks disagree): the records before it that would hold it up are
+//     moved on at once.
+//
+// r.mu is held.
+func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []action {
+	for ; p.checked < len(p.buf); p.checked++ {
+		it := &p.buf[p.checked]
+		if it.taken {
+			continue
+		}
+		if it.err != nil || p.smallest {
+			// The smallest bucket is taken record by record at once
+			// by the head loop; a malformed record goes at once.
+			if it.err != nil {
+				acts = r.take(p, it, now, now, acts)
+			}
+			continue
+		}
+		step := p.stepAt(it)
+		// Within the prefetch of its bucket step, a record leaves with
+		// the head's batch anyway (the republisher's own re-routes are
+		// timestamped a little after their route was chosen).
+		if step.Before(p.bucketStep(it).Add(-r.prefetch)) {
+			if p.counters.outOfOrder == 0 {
+				r.log.Info("kafkadelay: a record is in a bucket larger than its remaining delay (a producer that rounds up?); moving it on at once (counted in the stats as out_of_order, logged once)",
+					"source", p.topic, "partition", p.id, "offset", it.rec.Offset, "due", it.meta.Due, "bucket", p.bucket.Delay)
+			}
+			p.counters.outOfOrder++
+			acts = r.take(p, it, now, now, acts)
+			continue
+		}
+		if p.maxStep.Sub(step) > r.prefetch {
+			// Move on what would hold this record up.
+			for j := 0; j < p.checked; j++ {
+				b := &p.buf[j]
+				if b.taken || b.err != nil {
+					continue
+				}
+				if p.stepAt(b).Sub(step) > r.prefetch {
+					p.counters.outOfOrder++
+					acts = r.take(p, b, now, now, acts)
+				}
+			}
+			p.maxStep = time.Time{}
+			for j := 0; j < p.checked; j++ {
+				if b := &p.buf[j]; !b.taken && b.err == nil {
+					if s := p.stepAt(b); s.After(p.maxStep) {
+						p.maxStep = s
+					}
+				}
+			}
+		}
+		if step.After(p.maxStep) {
+			p.maxStep = step
+		}
+	}
+	return acts
+}
+
+// take moves a buffered record into inflight (kept in offset order) and
+// decides what happens to it; step is when it leaves its bucket (now for a
+// record moved on out of order). r.mu is held.
+func (r *Republisher) take(p *partition, it *item, step, now time.Time, acts []action) []action {
+	e := &entry{item: *it, p: p, step: step, target: step}
+	e.item.taken = false
+	it.taken = true
+	p.waiting--
+	if off := it.rec.Offset; p.first < 0 || off < p.first {
+		p.first = off
+	}
+	n := len(p.inflight)
+	if n == 0 || p.inflight[n-1].rec.Offset < e.rec.Offset {
+		p.inflight = append(p.inflight, e)
+	} else {
+		i, _ := slices.BinarySearchFunc(p.inflight, e.rec.Offset, func(x *entry, off int64) int { return cmp.Compare(x.rec.Offset, off) })
+		p.inflight = slices.Insert(p.inflight, i, e)
+	}
+	p.pending++
+	r.pending++
+	return r.advance(e, now, acts)
 }
 
 // armWake sets the partition's wake-up timer to at.
@@ -234,7 +364,8 @@ func (r *Republisher) wait(e *entry, at, now time.Time, acts []action) []action 
 // send builds e's record for its kind and queues its produce.
 func (r *Republisher) send(e *entry, acts []action) []action {
 	src := e.rec
-	out := &kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
+	e.outRec = kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
+	out := &e.outRec
 	cl := r.cl
 	switch e.kind {
 	case reroute:
@@ -391,8 +522,15 @@ func undeliverable(err error) string {
 // popFinished moves the committable offset past the finished entries at
 // the front of inflight.
 func (p *partition) popFinished() {
+	limit := int64(-1) // the first buffered record not taken: nothing at or past it is committed
+	for j := range p.buf {
+		if !p.buf[j].taken {
+			limit = p.buf[j].rec.Offset
+			break
+		}
+	}
 	i := 0
-	for ; i < len(p.inflight) && p.inflight[i].state == finished; i++ {
+	for ; i < len(p.inflight) && p.inflight[i].state == finished && (limit < 0 || p.inflight[i].rec.Offset < limit); i++ {
 		rec := p.inflight[i].rec
 		p.next = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
 		p.hasNext = true
@@ -446,7 +584,7 @@ func (r *Republisher) handOff(p *partition, now time.Time, acts []action) ([]act
 // produced, and how many produces were not acknowledged.
 func (p *partition) drop() (dropped, unacked int) {
 	p.gone = true
-	dropped = len(p.buf)
+	dropped = p.waiting
 	for _, e := range p.inflight {
 		switch e.state {
 		case waiting:
@@ -512,13 +650,17 @@ func (p *partition) headLate(now time.Time) time.Duration {
 			}
 		}
 	}
-	if len(p.buf) > 0 {
-		it := &p.buf[0]
+	for j := range p.buf {
+		it := &p.buf[j]
+		if it.taken {
+			continue
+		}
 		if it.err != nil {
 			consider(it.seen)
 		} else {
 			consider(p.stepAt(it))
 		}
+		break
 	}
 	return late
 }

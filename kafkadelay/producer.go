@@ -22,20 +22,37 @@ type Producer struct {
 	cl     *kgo.Client
 	ladder *Ladder
 	now    func() time.Time
+	up     bool
 }
+
+// ProducerOption changes how a [Producer] routes records.
+type ProducerOption func(*Producer)
+
+// RoundUp makes the Producer choose buckets like the reference design:
+// the smallest bucket whose delay is at least the remaining delay
+// ([Ladder.RouteUp]) rather than the largest one at most the remaining
+// delay. Records are delivered at the same instants (the republisher moves
+// such a record on as soon as it reads it); each costs one more hop. Use it
+// to test consumers of both conventions, or to share bucket topics with
+// producers that round up.
+func RoundUp() ProducerOption { return func(p *Producer) { p.up = true } }
 
 // NewProducer returns a Producer that routes through ladder and produces
 // with cl. The client should keep franz-go's defaults of an idempotent
 // producer with acks from all in-sync replicas: a Publish that returned
 // nil is then on every replica.
-func NewProducer(cl *kgo.Client, ladder *Ladder) (*Producer, error) {
+func NewProducer(cl *kgo.Client, ladder *Ladder, opts ...ProducerOption) (*Producer, error) {
 	if cl == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
 	}
 	if ladder == nil {
 		return nil, fmt.Errorf("%w: nil ladder", ErrInvalid)
 	}
-	return &Producer{cl: cl, ladder: ladder, now: time.Now}, nil
+	p := &Producer{cl: cl, ladder: ladder, now: time.Now}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
 }
 
 // PublishIn publishes rec to be delivered to rec.Topic after delay (a
@@ -110,6 +127,9 @@ func (p *Producer) route(rec *kgo.Record, due, now time.Time) (*kgo.Record, Meta
 	}
 	if rem := m.Due.Sub(now); rem > 0 {
 		b, _ := p.ladder.Route(rem)
+		if p.up {
+			b = p.ladder.RouteUp(rem)
+		}
 		out.Topic = b.Topic
 	}
 	return out, m, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,13 +39,20 @@ type Config struct {
 	// produced). While it is reached the republisher does not poll
 	// (franz-go keeps at most one fetch per broker buffered; heartbeats and
 	// rebalances go on) until produces finish. Records fetched behind a
-	// head that is not due are not counted: a partition holds at most one
-	// fetch of them. Default 50,000 (about 60 MB with 100-byte values).
+	// head that is not due are not counted: a partition holds about
+	// ReadAhead of them plus one fetch. Default 50,000 (about 60 MB with
+	// 100-byte values).
 	MaxInFlight int
 	// CommitInterval is how often finished offsets are committed; a
 	// crash repeats at most this much work (and what was being produced).
 	// Default 200ms.
 	CommitInterval time.Duration
+	// ReadAhead bounds the records of one partition fetched behind a
+	// head that is not due to move yet. They are read so that a record
+	// that must not wait behind the head (in a bucket larger than its
+	// remaining delay, as a producer that rounds up writes it) is moved on
+	// at once; fetching pauses while ReadAhead records wait. Default 1,000.
+	ReadAhead int
 	// RetryMin and RetryMax bound the backoff between attempts of a
 	// failed produce (it doubles from RetryMin up to RetryMax). Defaults
 	// 100ms and 5s.
@@ -55,6 +63,26 @@ type Config struct {
 	// the next owner. Default 5s; keep it well under the group's
 	// rebalance timeout (franz-go's default is 60s).
 	RevokeWait time.Duration
+	// SessionTimeout is the consumer group's session timeout: how long
+	// the group waits for a republisher that stopped heartbeating (a crash,
+	// SIGKILL, a network partition, a long GC or VM pause) before giving
+	// its partitions to the others. It bounds how late the records of a
+	// crashed republisher's partitions are (about SessionTimeout plus a
+	// heartbeat and a rebalance). Lower means faster takeover after a crash
+	// but more rebalances on a slow network or a paused process (each
+	// costs a hand-off and may repeat records). The brokers must allow it
+	// (group.min.session.timeout.ms, 6s by default in Kafka). Default 6s
+	// (franz-go's own default is 45s).
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a republisher heartbeats to the group:
+	// how soon the survivors learn of a rebalance. It must be less than
+	// SessionTimeout (a third or less is usual). Default 500ms.
+	HeartbeatInterval time.Duration
+	// RebalanceStrategy is the group's partition assignor:
+	// "cooperative-sticky" (default: partitions that stay put keep working
+	// during a rebalance), "sticky", "range" or "round-robin". Every member
+	// of the group must use the same.
+	RebalanceStrategy string
 	// DestinationOpts, when not nil, are the options of a second franz-go
 	// client that produces released records to their destinations (a
 	// different cluster than the buckets'). Nil: releases use the bucket
@@ -86,6 +114,17 @@ type Republisher struct {
 	pending  int               // entries taken and not finished, over all partitions
 	room     chan struct{}     // signalled when pending drops below MaxInFlight
 
+	// commitMu orders commits: it is held from the snapshot of the
+	// offsets to the end of their commit, by the commit loop and by
+	// revocations alike, so an older snapshot can never be committed after
+	// a newer one (which would rewind a partition). Lock order: commitMu,
+	// then mu.
+	commitMu sync.Mutex
+
+	// names interns destination topic names; only the poll loop (parse)
+	// uses it.
+	names map[string]string
+
 	runOnce      sync.Once
 	commitErrors atomic.Int64 // failed commits since the last success
 }
@@ -116,7 +155,13 @@ func NewRepublisher(cfg Config, opts ...kgo.Opt) (*Republisher, error) {
 		changed:  make(chan struct{}),
 		room:     make(chan struct{}, 1),
 	}
-	all := append([]kgo.Opt(nil), opts...)
+	// The group's timing first, so that options in opts override it.
+	all := []kgo.Opt{
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(cfg.HeartbeatInterval),
+		kgo.Balancers(balancer(cfg.RebalanceStrategy)),
+	}
+	all = append(all, opts...)
 	all = append(all,
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Ladder.Topics()...),
@@ -175,11 +220,35 @@ func (c *Config) fill() error {
 			return fmt.Errorf("%w: Config.%s is negative (%v)", ErrInvalid, name, d)
 		}
 	}
+	if c.ReadAhead < 0 {
+		return fmt.Errorf("%w: Config.ReadAhead is negative (%d)", ErrInvalid, c.ReadAhead)
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = 1000
+	}
 	if c.MaxInFlight < 0 {
 		return fmt.Errorf("%w: Config.MaxInFlight is negative (%d)", ErrInvalid, c.MaxInFlight)
 	}
 	if c.Prefetch == 0 {
 		c.Prefetch = min(c.Ladder.Smallest(), time.Second)
+	}
+	if c.SessionTimeout < 0 || c.HeartbeatInterval < 0 {
+		return fmt.Errorf("%w: Config.SessionTimeout and HeartbeatInterval must not be negative", ErrInvalid)
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = min(DefaultHeartbeatInterval, c.SessionTimeout/3)
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("%w: Config.HeartbeatInterval (%v) must be less than SessionTimeout (%v)", ErrInvalid, c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.RebalanceStrategy == "" {
+		c.RebalanceStrategy = "cooperative-sticky"
+	}
+	if balancer(c.RebalanceStrategy) == nil {
+		return fmt.Errorf("%w: Config.RebalanceStrategy %q: want one of %s", ErrInvalid, c.RebalanceStrategy, strings.Join(RebalanceStrategies, ", "))
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 50000
@@ -206,6 +275,48 @@ func (c *Config) fill() error {
 		c.Logger = slog.Default()
 	}
 	return nil
+}
+
+// The defaults of Config's group timing: a republisher killed by SIGKILL
+// has its partitions taken over within about DefaultSessionTimeout plus a
+// heartbeat and a rebalance.
+const (
+	DefaultSessionTimeout    = 6 * time.Second
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+)
+
+// RebalanceStrategies are the values Config.RebalanceStrategy accepts.
+var RebalanceStrategies = []string{"cooperative-sticky", "sticky", "range", "round-robin"}
+
+// balancer returns the franz-go balancer of a strategy name, or nil.
+func balancer(name string) kgo.GroupBalancer {
+	switch name {
+	case "cooperative-sticky":
+		return kgo.CooperativeStickyBalancer()
+	case "sticky":
+		return kgo.StickyBalancer()
+	case "range":
+		return kgo.RangeBalancer()
+	case "round-robin":
+		return kgo.RoundRobinBalancer()
+	}
+	return nil
+}
+
+// intern returns the string of b, one copy per distinct name (up to
+// 10,000 names; then it stops remembering new ones).
+func (r *Republisher) intern(b []byte) string {
+	if s, ok := r.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if r.names == nil {
+		r.names = make(map[string]string)
+	}
+	if len(r.names) < 10000 {
+		r.names[s] = s
+	}
+	return s
 }
 
 // fetchWait is the broker's long-poll wait: half the prefetch, so that a
@@ -285,6 +396,7 @@ func (r *Republisher) run(ctx context.Context) error {
 				} else {
 					p.buf = append(p.buf, b.items...)
 				}
+				p.waiting += len(b.items)
 				acts = r.pump(p, now, acts)
 			}
 			r.mu.Unlock()
@@ -349,12 +461,21 @@ func (r *Republisher) commitLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		r.commitMu.Lock()
 		r.mu.Lock()
 		offsets, parts := r.committable(nil)
 		r.mu.Unlock()
+		if testHookBeforeCommit != nil && len(offsets) > 0 {
+			testHookBeforeCommit("loop")
+		}
 		r.commit(ctx, offsets, parts)
+		r.commitMu.Unlock()
 	}
 }
+
+// testHookBeforeCommit, set by tests only, runs between the snapshot of
+// the offsets and their commit.
+var testHookBeforeCommit func(kind string)
 
 // committable returns the offsets to commit for the given partitions (all
 // owned ones if ps is nil): those whose finished prefix moved past the last
@@ -486,6 +607,9 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 		r.awaitProduces(ctx, ps, time.Now().Add(r.cfg.RevokeWait))
 	}
 
+	if kind == "revoked" {
+		r.commitMu.Lock() // until the commit below is done: see commitMu
+	}
 	r.mu.Lock()
 	var offsets map[string]map[int32]kgo.EpochOffset
 	var committing []*partition
@@ -503,15 +627,21 @@ func (r *Republisher) giveUp(ctx context.Context, cl *kgo.Client, gone map[strin
 	r.mu.Unlock()
 
 	cl.ResumeFetchPartitions(gone)
-	if kind == "revoked" && len(offsets) > 0 {
-		r.commit(ctx, offsets, committing)
-		ev.Committed = make(map[string]map[int32]int64)
-		for t, m := range offsets {
-			ev.Committed[t] = make(map[int32]int64)
-			for id, o := range m {
-				ev.Committed[t][id] = o.Offset
+	if kind == "revoked" {
+		if len(offsets) > 0 {
+			if testHookBeforeCommit != nil {
+				testHookBeforeCommit("revoke")
+			}
+			r.commit(ctx, offsets, committing)
+			ev.Committed = make(map[string]map[int32]int64)
+			for t, m := range offsets {
+				ev.Committed[t] = make(map[int32]int64)
+				for id, o := range m {
+					ev.Committed[t][id] = o.Offset
+				}
 			}
 		}
+		r.commitMu.Unlock()
 	}
 	r.mu.Lock()
 	for _, p := range ps {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -48,6 +49,7 @@ func newRepublishCmd(e *env) *cobra.Command {
 		k                kafkaConfigFlags
 		logLevel, logFmt string
 		metricsListen    string
+		group            groupFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "republish --config FILE",
@@ -65,6 +67,7 @@ destination at its due instant, never before. See docs/kafka.md.`,
 			if err != nil {
 				return err
 			}
+			group.apply(cmd, fc)
 			log := newLogger(e.stderr, logLevel, logFmt)
 			var obs kafkadelay.Observer
 			var km *kafkametrics.Metrics
@@ -90,7 +93,8 @@ destination at its due instant, never before. See docs/kafka.md.`,
 				defer stop()
 			}
 			log.Info("ontime republish: starting", "brokers", strings.Join(fc.Brokers, ","), "group", fc.Group,
-				"ladder", fc.Ladder.String(), "dead_letter_topic", fc.DeadLetterTopic)
+				"ladder", fc.Ladder.String(), "dead_letter_topic", fc.DeadLetterTopic,
+				"session_timeout", cmp.Or(fc.SessionTimeout, kafkadelay.DefaultSessionTimeout))
 			ctx := cmd.Context()
 			if fc.StatsInterval > 0 {
 				statsCtx, stop := context.WithCancel(ctx)
@@ -109,7 +113,41 @@ destination at its due instant, never before. See docs/kafka.md.`,
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFmt, "log-format", "text", "text or json")
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464; default: off)")
+	group.add(cmd)
 	return cmd
+}
+
+// groupFlags override the configuration file's consumer group timing and
+// read-ahead.
+type groupFlags struct {
+	session, heartbeat time.Duration
+	strategy           string
+	readAhead          int
+}
+
+func (g *groupFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.DurationVar(&g.session, "session-timeout", 0, fmt.Sprintf("the group's session timeout: a crashed republisher's partitions wait this long before another takes them (default: consumer.session_timeout, else %v)", kafkadelay.DefaultSessionTimeout))
+	f.DurationVar(&g.heartbeat, "heartbeat-interval", 0, fmt.Sprintf("how often to heartbeat to the group, less than the session timeout (default: consumer.heartbeat_interval, else %v)", kafkadelay.DefaultHeartbeatInterval))
+	f.StringVar(&g.strategy, "rebalance-strategy", "", "the group's assignor: "+strings.Join(kafkadelay.RebalanceStrategies, ", ")+" (default: consumer.rebalance_strategy, else cooperative-sticky)")
+	f.IntVar(&g.readAhead, "read-ahead", 0, "records read behind a waiting head, per partition (default: read_ahead, else 1000)")
+}
+
+// apply sets the flags given on the command line over fc.
+func (g *groupFlags) apply(cmd *cobra.Command, fc *kafkadelay.FileConfig) {
+	f := cmd.Flags()
+	if f.Changed("session-timeout") {
+		fc.SessionTimeout = g.session
+	}
+	if f.Changed("heartbeat-interval") {
+		fc.HeartbeatInterval = g.heartbeat
+	}
+	if f.Changed("rebalance-strategy") {
+		fc.RebalanceStrategy = g.strategy
+	}
+	if f.Changed("read-ahead") {
+		fc.ReadAhead = g.readAhead
+	}
 }
 
 // logStats logs a line of totals every interval, and a line for each
@@ -124,7 +162,7 @@ func logStats(ctx context.Context, r *kafkadelay.Republisher, every time.Duratio
 		case <-t.C:
 		}
 		var owned, held, buffered int
-		var released, rerouted, dead, errs, early int64
+		var released, rerouted, dead, errs, early, ooo int64
 		var worst kafkadelay.PartitionStats
 		for _, s := range r.Stats() {
 			if s.Owned {
@@ -137,12 +175,13 @@ func logStats(ctx context.Context, r *kafkadelay.Republisher, every time.Duratio
 			dead += s.DeadLettered
 			errs += s.ProduceErrors
 			early += s.ReleasedEarly
+			ooo += s.OutOfOrder
 			if s.HeadLate > worst.HeadLate {
 				worst = s
 			}
 		}
 		args := []any{"partitions", owned, "held", held, "buffered", buffered, "released", released,
-			"rerouted", rerouted, "dead_lettered", dead, "produce_errors", errs, "released_early", early}
+			"rerouted", rerouted, "dead_lettered", dead, "produce_errors", errs, "released_early", early, "out_of_order", ooo}
 		if worst.HeadLate > 0 {
 			args = append(args, "latest_head", worst.Topic+"/"+strconv.Itoa(int(worst.Partition)), "head_late", worst.HeadLate.Round(time.Millisecond))
 		}
