@@ -46,6 +46,9 @@ import (
 //	revoke_wait = "5s"        # Config.RevokeWait
 //	client_id = "ontime-republisher"
 //	stats_interval = "1m"     # a log line of per-partition stats; "0s" turns it off
+//	create_destinations = false         # Config.CreateDestinations
+//	destination_partitions = 6          # of the topics it creates; default: the cluster's
+//	destination_replication_factor = 3  # of the topics it creates; default: the cluster's
 //
 // Delays are seconds, whole or decimal ("0.5" = 500ms), listed in
 // increasing order; bootstrap_servers is a list or a comma-separated
@@ -76,6 +79,13 @@ type FileConfig struct {
 	// StatsInterval is how often the republisher binary logs its
 	// per-partition stats. Default 1m; 0 turns the line off.
 	StatsInterval time.Duration
+	// CreateDestinations, DestinationPartitions and
+	// DestinationReplicationFactor are the fields of Config of the same
+	// name (create_destinations, destination_partitions,
+	// destination_replication_factor); 0 is the cluster's default.
+	CreateDestinations           bool
+	DestinationPartitions        int32
+	DestinationReplicationFactor int16
 }
 
 // DefaultDeadLetterTopic is the dead-letter topic when the configuration
@@ -247,6 +257,24 @@ func (p *parser) parse(tbl map[string]any) (*FileConfig, error) {
 			fc.RevokeWait, err = p.duration(k, v, false)
 		case "stats_interval":
 			fc.StatsInterval, err = p.duration(k, v, true)
+		case "create_destinations":
+			b, ok := v.(bool)
+			if !ok {
+				err = p.errf(p.key(k), "want true or false")
+			}
+			fc.CreateDestinations = b
+		case "destination_partitions":
+			n, ok := v.(int64)
+			if !ok || n < 1 || n > math.MaxInt32 {
+				err = p.errf(p.key(k), "%v: want a whole number of partitions, at least 1", v)
+			}
+			fc.DestinationPartitions = int32(n)
+		case "destination_replication_factor":
+			n, ok := v.(int64)
+			if !ok || n < 1 || n > math.MaxInt16 {
+				err = p.errf(p.key(k), "%v: want a whole number of replicas, at least 1", v)
+			}
+			fc.DestinationReplicationFactor = int16(n)
 		default:
 			err = p.errf(p.key(k), "unknown key")
 		}
@@ -451,17 +479,20 @@ func sameSet(a, b []string) bool {
 // given observer and logger, and the franz-go options of its clients.
 func (fc *FileConfig) Config(obs Observer, log *slog.Logger) (Config, []kgo.Opt) {
 	cfg := Config{
-		Ladder:          fc.Ladder,
-		Group:           fc.Group,
-		DeadLetterTopic: fc.DeadLetterTopic,
-		Prefetch:        fc.Prefetch,
-		MaxInFlight:     fc.MaxInFlight,
-		CommitInterval:  fc.CommitInterval,
-		RetryMin:        fc.RetryMin,
-		RetryMax:        fc.RetryMax,
-		RevokeWait:      fc.RevokeWait,
-		Observer:        obs,
-		Logger:          log,
+		Ladder:                       fc.Ladder,
+		Group:                        fc.Group,
+		DeadLetterTopic:              fc.DeadLetterTopic,
+		Prefetch:                     fc.Prefetch,
+		MaxInFlight:                  fc.MaxInFlight,
+		CommitInterval:               fc.CommitInterval,
+		RetryMin:                     fc.RetryMin,
+		RetryMax:                     fc.RetryMax,
+		RevokeWait:                   fc.RevokeWait,
+		CreateDestinations:           fc.CreateDestinations,
+		DestinationPartitions:        fc.DestinationPartitions,
+		DestinationReplicationFactor: fc.DestinationReplicationFactor,
+		Observer:                     obs,
+		Logger:                       log,
 	}
 	if fc.DestinationBrokers != nil {
 		cfg.DestinationOpts = []kgo.Opt{kgo.SeedBrokers(fc.DestinationBrokers...), kgo.ClientID(fc.ClientID)}

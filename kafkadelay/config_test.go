@@ -83,6 +83,9 @@ retry_max = "2s"
 revoke_wait = "3s"
 client_id = "r1"
 stats_interval = "0s"
+create_destinations = true
+destination_partitions = 6
+destination_replication_factor = 3
 [consumer]
 bootstrap_servers = "a:9092, b:9092"
 group_id = "g"
@@ -97,7 +100,8 @@ bootstrap_servers = ["c:9092"]
 	}
 	if fc.Section != "" || fc.DeadLetterTopic != "dlq" || fc.Prefetch != 300*time.Millisecond || fc.MaxInFlight != 500 ||
 		fc.CommitInterval != time.Second || fc.RetryMin != 50*time.Millisecond || fc.RetryMax != 2*time.Second ||
-		fc.RevokeWait != 3*time.Second || fc.ClientID != "r1" || fc.StatsInterval != 0 {
+		fc.RevokeWait != 3*time.Second || fc.ClientID != "r1" || fc.StatsInterval != 0 ||
+		!fc.CreateDestinations || fc.DestinationPartitions != 6 || fc.DestinationReplicationFactor != 3 {
 		t.Errorf("parsed %+v", fc)
 	}
 	if strings.Join(fc.Brokers, ",") != "a:9092,b:9092" || strings.Join(fc.DestinationBrokers, ",") != "c:9092" {
@@ -138,6 +142,9 @@ group_id = "g"
 		{"bad section", ok + "[delay_topics]\n1 = \"a\"\n", "x.y", `no table [x] in the file`},
 		{"two sections", "[a.delay_topics]\n1 = \"a\"\n[b.delay_topics]\n1 = \"b\"\n", "", `several tables have a delay_topics table ([a], [b])`},
 		{"not toml", "[delay_topics\n", "", `toml:`},
+		{"create not bool", "create_destinations = \"yes\"\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `create_destinations: want true or false`},
+		{"zero partitions", "destination_partitions = 0\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `destination_partitions: 0: want a whole number of partitions, at least 1`},
+		{"huge replication", "destination_replication_factor = 70000\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `destination_replication_factor: 70000: want a whole number of replicas, at least 1`},
 	}
 	cases[14] = struct{ name, toml, section, want string }{"disabled",
 		"[r]\nenabled = false\n[r.consumer]\nbootstrap_servers = [\"k:1\"]\ngroup_id = \"g\"\n[r.delay_topics]\n1 = \"a\"\n", "r",
