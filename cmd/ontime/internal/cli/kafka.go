@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/kafkametrics"
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkadelayprom"
 )
 
 // kafkaConfigFlags are the flags that name a republisher configuration.
@@ -69,11 +69,11 @@ destination at its due instant, never before. See docs/kafka.md.`,
 			}
 			log := newLogger(e.stderr, logLevel, logFmt)
 			var obs kafkadelay.Observer
-			var km *kafkametrics.Metrics
+			var km *kafkadelayprom.Metrics
 			reg := prometheus.NewRegistry()
 			if metricsListen != "" {
 				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				if km, err = kafkametrics.New(reg); err != nil {
+				if km, err = kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(reg)); err != nil {
 					return err
 				}
 				obs = km
