@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkaconfig"
 )
 
 // kafkaTOML writes a republisher configuration for brokers with the 1s and
@@ -60,7 +61,7 @@ func TestDevKafkaCreatesDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pcl.Close()
-	fc, err := kafkadelay.LoadConfig(cfgPath, "")
+	fc, err := kafkaconfig.Load(cfgPath, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkaconfig"
 	"github.com/ontime-go/ontime/kafkadelay/kafkadelayprom"
 )
 
@@ -34,11 +35,11 @@ func (k *kafkaConfigFlags) add(cmd *cobra.Command) {
 	f.StringVar(&k.section, "section", "", "dotted path of the republisher's table in the file, e.g. default.integration.messaging.republisher (default: the one table with delay_topics)")
 }
 
-func (k *kafkaConfigFlags) load() (*kafkadelay.FileConfig, error) {
+func (k *kafkaConfigFlags) load() (*kafkaconfig.FileConfig, error) {
 	if k.file == "" {
 		return nil, usageErr("--config FILE is required")
 	}
-	fc, err := kafkadelay.LoadConfig(k.file, k.section)
+	fc, err := kafkaconfig.Load(k.file, k.section)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
@@ -247,7 +248,7 @@ func newKafkaScheduleCmd(e *env) *cobra.Command {
 // lookup does not ask the cluster to create the topic; a lookup that fails
 // warns of nothing (the produce that follows reports a cluster that is
 // down).
-func warnMissingDestination(ctx context.Context, w io.Writer, bucketCl *kgo.Client, fc *kafkadelay.FileConfig, topic string) {
+func warnMissingDestination(ctx context.Context, w io.Writer, bucketCl *kgo.Client, fc *kafkaconfig.FileConfig, topic string) {
 	cl, where := bucketCl, strings.Join(fc.Brokers, ",")
 	if fc.DestinationBrokers != nil {
 		var err error
