@@ -55,9 +55,10 @@ func TestCreateDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	due := map[string]time.Time{}
-	start := time.Now()
 	for i := range 20 {
-		d := start.Add(300*time.Millisecond + time.Duration(i)*100*time.Millisecond)
+		// From now, not from the start of the loop: a record already due
+		// would go straight to the (missing) destination.
+		d := time.Now().Add(500*time.Millisecond + time.Duration(i)*100*time.Millisecond)
 		id, err := p.PublishAt(context.Background(), &kgo.Record{Topic: topic, Value: []byte("v")}, d)
 		if err != nil {
 			t.Fatal(err)
