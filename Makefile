@@ -15,16 +15,22 @@ test: deps lint race
 ## a free port: single servers, a Cluster with replicas, and a Sentinel setup, whose sentinels are
 ## redis-server --sentinel, so redis-sentinel is not needed), kcat (librdkafka's client, an independent check of the Kafka republisher) and chromium (the
 ## dashboard's browser tests drive it headless; nothing downloads a browser), curl (the README's curl -d, checked
-## against the server's cross-origin rules).
+## against the server's cross-origin rules), python3-confluent-kafka (librdkafka from Debian's /usr/bin/python3:
+## kafkadelay's TestPythonProducer produces delayed records following docs/kafka.md only).
 DEBIAN_DEPS := redis-server:redis-server kcat:kcat chromium:chromium curl:curl
+## Python modules Debian packages, checked by importing them with Debian's interpreter (module:package).
+DEBIAN_PY_DEPS := confluent_kafka:python3-confluent-kafka
 deps:
 	@missing=""; for d in $(DEBIAN_DEPS); do cmd=$${d%%:*}; pkg=$${d##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	for d in $(DEBIAN_PY_DEPS); do mod=$${d%%:*}; pkg=$${d##*:}; \
+		/usr/bin/python3 -c "import $$mod" >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$missing (Debian packages)"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; fi
 	@for d in $(DEBIAN_DEPS); do cmd=$${d%%:*}; command -v $$cmd >/dev/null 2>&1 || { echo "$$cmd is still missing"; exit 1; }; done
+	@for d in $(DEBIAN_PY_DEPS); do mod=$${d%%:*}; /usr/bin/python3 -c "import $$mod" >/dev/null 2>&1 || { echo "/usr/bin/python3 cannot import $$mod"; exit 1; }; done
 
 lint: fmt-check tidy-check vet staticcheck
 

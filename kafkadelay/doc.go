@@ -16,7 +16,7 @@
 //	err = rp.Run(ctx)
 //
 // The binary runs the republisher from a TOML file: `ontime republish
-// --config FILE` (see [LoadConfig]; the layout of the reference "delay
+// --config FILE` (package kafkaconfig reads it; the layout of the reference "delay
 // topics strategy" settings is accepted as it is). docs/kafka.md in the
 // repository has the whole design, the configuration and the measured
 // numbers.

@@ -267,3 +267,7 @@ func trimReason(s string) string {
 	}
 	return s
 }
+
+// DefaultDeadLetterTopic is the dead-letter topic ontime suggests (and
+// its TOML configuration uses when it names none).
+const DefaultDeadLetterTopic = "ontime.delay.dead-letters"

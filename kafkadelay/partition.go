@@ -424,7 +424,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		case p.stopped:
 			// Being given up: the next owner reads the record again.
 			e.state = backoff
-		case e.kind == release && reason != "":
+		case e.kind == release && reason != "" && !r.creator.retryAfterCreate(e.meta.Destination, err):
 			// The destination cannot take this record: retrying would
 			// block the partition for ever.
 			e.kind, e.reason = deadLetter, trimReason(fmt.Sprintf("destination %q refused the record: %s", e.meta.Destination, reason))

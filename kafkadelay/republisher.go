@@ -88,6 +88,22 @@ type Config struct {
 	// different cluster than the buckets'). Nil: releases use the bucket
 	// cluster's client.
 	DestinationOpts []kgo.Opt
+	// CreateDestinations, when true, makes the republisher create a
+	// destination topic that does not exist (when a release to it fails
+	// with UNKNOWN_TOPIC_OR_PARTITION), with DestinationPartitions and
+	// DestinationReplicationFactor, and retry the release; the first
+	// record to a new topic is late by the failed lookup and the creation
+	// (about a second). The client needs the CREATE permission on the
+	// destination cluster. A creation the cluster refuses (authorization,
+	// policy, an invalid partition count or replication factor) or a
+	// topic still unknown after 5 creations dead-letters the record.
+	// Default false: a release to an unknown topic is dead-lettered.
+	CreateDestinations bool
+	// DestinationPartitions and DestinationReplicationFactor are those of
+	// the destination topics CreateDestinations creates. Default -1: the
+	// cluster's defaults (num.partitions, default.replication.factor).
+	DestinationPartitions        int32
+	DestinationReplicationFactor int16
 	// Observer receives events for metrics. Default: none.
 	Observer Observer
 	// Logger receives a line per rebalance and per failing produce.
@@ -123,7 +139,8 @@ type Republisher struct {
 
 	// names interns destination topic names; only the poll loop (parse)
 	// uses it.
-	names map[string]string
+	names   map[string]string
+	creator *creator // nil unless Config.CreateDestinations
 
 	runOnce      sync.Once
 	commitErrors atomic.Int64 // failed commits since the last success
@@ -191,6 +208,9 @@ func NewRepublisher(cfg Config, opts ...kgo.Opt) (*Republisher, error) {
 			return nil, fmt.Errorf("kafkadelay: destination client: %w", err)
 		}
 		r.dest = d
+	}
+	if cfg.CreateDestinations {
+		r.creator = newCreator(r.dest, cfg.DestinationPartitions, cfg.DestinationReplicationFactor, r.log)
 	}
 	return r, nil
 }
@@ -267,6 +287,16 @@ func (c *Config) fill() error {
 	}
 	if c.RevokeWait == 0 {
 		c.RevokeWait = 5 * time.Second
+	}
+	if c.DestinationPartitions == 0 {
+		c.DestinationPartitions = -1
+	}
+	if c.DestinationReplicationFactor == 0 {
+		c.DestinationReplicationFactor = -1
+	}
+	if c.DestinationPartitions < -1 || c.DestinationReplicationFactor < -1 {
+		return fmt.Errorf("%w: Config.DestinationPartitions (%d) and DestinationReplicationFactor (%d) must be positive, or -1 for the cluster's default",
+			ErrInvalid, c.DestinationPartitions, c.DestinationReplicationFactor)
 	}
 	if c.Observer == nil {
 		c.Observer = BaseObserver{}

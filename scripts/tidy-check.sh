@@ -38,7 +38,7 @@ for m in $modules; do
 	if $write; then
 		# The tree's own modules get no go.sum lines: their hash is the
 		# tree's, which changes with every commit (see above).
-		strip() { if [ -f go.sum ]; then grep -vE '^github\.com/ontime-go/ontime(/kafkadelay|/ontimeprom|/ontimeotel)? ' go.sum > go.sum.tmp || true; mv go.sum.tmp go.sum; fi; }
+		strip() { if [ -f go.sum ]; then grep -vE '^github\.com/ontime-go/ontime(/kafkadelay|/kafkadelay/kafkadelayprom|/ontimeprom|/ontimeotel)? ' go.sum > go.sum.tmp || true; mv go.sum.tmp go.sum; fi; }
 		(cd "$m" && strip && $GO mod tidy && strip) || status=1
 		continue
 	fi
@@ -50,7 +50,7 @@ for m in $modules; do
 	if [ -z "$diff" ]; then
 		echo "go mod tidy failed in $m:"; cat /tmp/tidy-check.err.$$; status=1; continue
 	fi
-	rest=$(printf '%s\n' "$diff" | grep -E '^[+-]' | grep -vE '^(\+\+\+|---) ' | grep -vE '^[+-]github\.com/ontime-go/ontime(/kafkadelay|/ontimeprom|/ontimeotel)? v' || true)
+	rest=$(printf '%s\n' "$diff" | grep -E '^[+-]' | grep -vE '^(\+\+\+|---) ' | grep -vE '^[+-]github\.com/ontime-go/ontime(/kafkadelay|/kafkadelay/kafkadelayprom|/ontimeprom|/ontimeotel)? v' || true)
 	if [ -n "$rest" ]; then
 		echo "go mod tidy would change $m:"; printf '%s\n' "$diff"; status=1
 	fi

@@ -33,7 +33,7 @@ func TestGoInstallFromProxy(t *testing.T) {
 	}
 	version := requiredVersion(t, "go.mod", "github.com/ontime-go/ontime")
 	var mods []modproxy.Module
-	for _, dir := range []string{".", "kafkadelay", "ontimeprom", "cmd/ontime"} {
+	for _, dir := range []string{".", "kafkadelay", "kafkadelay/kafkadelayprom", "ontimeprom", "cmd/ontime"} {
 		p, err := modproxy.ModulePath(filepath.Join(repo, dir))
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkaconfig"
 )
 
 // freePort returns a loopback TCP port nobody listens on.
@@ -215,7 +216,7 @@ func TestRepublishConfigErrors(t *testing.T) {
 // The configuration the README and docs/kafka.md tell newcomers to use
 // loads, and is the recommended ladder.
 func TestDocsKafkaConfig(t *testing.T) {
-	fc, err := kafkadelay.LoadConfig(filepath.Join("..", "..", "docs", "kafka.toml"), "")
+	fc, err := kafkaconfig.Load(filepath.Join("..", "..", "docs", "kafka.toml"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/kafkametrics"
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkaconfig"
+	"github.com/ontime-go/ontime/kafkadelay/kafkadelayprom"
 )
 
 // kafkaConfigFlags are the flags that name a republisher configuration.
@@ -33,11 +36,11 @@ func (k *kafkaConfigFlags) add(cmd *cobra.Command) {
 	f.StringVar(&k.section, "section", "", "dotted path of the republisher's table in the file, e.g. default.integration.messaging.republisher (default: the one table with delay_topics)")
 }
 
-func (k *kafkaConfigFlags) load() (*kafkadelay.FileConfig, error) {
+func (k *kafkaConfigFlags) load() (*kafkaconfig.FileConfig, error) {
 	if k.file == "" {
 		return nil, usageErr("--config FILE is required")
 	}
-	fc, err := kafkadelay.LoadConfig(k.file, k.section)
+	fc, err := kafkaconfig.Load(k.file, k.section)
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}
@@ -70,11 +73,11 @@ destination at its due instant, never before. See docs/kafka.md.`,
 			group.apply(cmd, fc)
 			log := newLogger(e.stderr, logLevel, logFmt)
 			var obs kafkadelay.Observer
-			var km *kafkametrics.Metrics
+			var km *kafkadelayprom.Metrics
 			reg := prometheus.NewRegistry()
 			if metricsListen != "" {
 				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-				if km, err = kafkametrics.New(reg); err != nil {
+				if km, err = kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(reg)); err != nil {
 					return err
 				}
 				obs = km
@@ -134,7 +137,7 @@ func (g *groupFlags) add(cmd *cobra.Command) {
 }
 
 // apply sets the flags given on the command line over fc.
-func (g *groupFlags) apply(cmd *cobra.Command, fc *kafkadelay.FileConfig) {
+func (g *groupFlags) apply(cmd *cobra.Command, fc *kafkaconfig.FileConfig) {
 	f := cmd.Flags()
 	if f.Changed("session-timeout") {
 		fc.SessionTimeout = g.session
@@ -258,6 +261,9 @@ func newKafkaScheduleCmd(e *env) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
+			if routed.Topic != topic {
+				warnMissingDestination(ctx, e.stderr, cl, fc, topic)
+			}
 			if err := cl.ProduceSync(ctx, routed).FirstErr(); err != nil {
 				return &exitError{code: ExitUnavailable, err: fmt.Errorf("produce to %s: %w", routed.Topic, err)}
 			}
@@ -275,6 +281,40 @@ func newKafkaScheduleCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// warnMissingDestination writes a warning when topic does not exist on the
+// destination cluster: the republisher would dead-letter the record when it
+// is due, unless the topic exists by then or it creates destinations. The
+// lookup does not ask the cluster to create the topic; a lookup that fails
+// warns of nothing (the produce that follows reports a cluster that is
+// down).
+func warnMissingDestination(ctx context.Context, w io.Writer, bucketCl *kgo.Client, fc *kafkaconfig.FileConfig, topic string) {
+	cl, where := bucketCl, strings.Join(fc.Brokers, ",")
+	if fc.DestinationBrokers != nil {
+		var err error
+		if cl, err = kgo.NewClient(kgo.SeedBrokers(fc.DestinationBrokers...), kgo.ClientID(fc.ClientID)); err != nil {
+			return
+		}
+		defer cl.Close()
+		where = strings.Join(fc.DestinationBrokers, ",")
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Topics) != 1 {
+		return
+	}
+	if code := resp.Topics[0].ErrorCode; code == kerr.UnknownTopicOrPartition.Code {
+		then := "the republisher dead-letters the record when it is due unless the topic exists by then (create it, or set create_destinations = true)"
+		if fc.CreateDestinations {
+			then = "the republisher creates it when the record is due (create_destinations = true)"
+		}
+		fmt.Fprintf(w, "ontime: warning: topic %q does not exist on %s: %s\n", topic, where, then)
+	}
+}
+
 func newDevKafkaCmd(e *env) *cobra.Command {
 	var (
 		k          kafkaConfigFlags
@@ -287,9 +327,9 @@ func newDevKafkaCmd(e *env) *cobra.Command {
 		Use:   "dev-kafka [--config FILE]",
 		Short: "Run an in-memory Kafka-protocol cluster on loopback for trying the republisher (franz-go's kfake; not for production)",
 		Long: `dev-kafka starts franz-go's in-process Kafka-protocol cluster (kfake) on 127.0.0.1,
-creates the bucket and dead-letter topics of --config (and --topic ones), lets
-producers create any other topic on first use, and runs until interrupted. Data
-is kept in memory only.`,
+creates the bucket and dead-letter topics of --config (and --topic ones), creates
+any other topic when a client first asks for it (every client: the republisher,
+kcat, a consumer), and runs until interrupted. Data is kept in memory only.`,
 		Example: `  ontime dev-kafka --config kafka.toml --topic invoices`,
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -316,6 +356,7 @@ is kept in memory only.`,
 				return &exitError{code: ExitUnavailable, err: fmt.Errorf("starting the cluster: %w", err)}
 			}
 			defer c.Close()
+			createOnFirstUse(c)
 			fmt.Fprintf(e.stdout, "kafka (kfake, in memory) listening on %s\n", strings.Join(c.ListenAddrs(), ","))
 			if len(seed) > 0 {
 				fmt.Fprintf(e.stdout, "topics (%d partitions each): %s\n", partitions, strings.Join(slices.Compact(seed), " "))
@@ -329,6 +370,21 @@ is kept in memory only.`,
 	f.IntVar(&port, "port", 9092, "port of the first broker (the others follow)")
 	f.IntVar(&brokers, "brokers", 1, "number of brokers")
 	f.IntVar(&partitions, "partitions", 3, "partitions per topic")
-	f.StringArrayVar(&topics, "topic", nil, "a topic to create (repeatable); others are created when first produced to")
+	f.StringArrayVar(&topics, "topic", nil, "a topic to create (repeatable); others are created when a client first asks for them")
 	return cmd
+}
+
+// createOnFirstUse makes the cluster create any topic a client asks for by
+// name, whether or not the client allows auto-creation: franz-go clients
+// (the republisher's, kafka-schedule's) do not ask for it, and
+// kfake.AllowAutoTopicCreation only honours the clients that do, as a
+// broker with auto.create.topics.enable would. A metadata request for all
+// topics creates nothing.
+func createOnFirstUse(c *kfake.Cluster) {
+	c.ControlKey(kmsg.Metadata.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if m, ok := req.(*kmsg.MetadataRequest); ok && len(m.Topics) > 0 {
+			m.AllowAutoTopicCreation = true
+		}
+		return nil, nil, false // not handled: kfake answers the (amended) request
+	})
 }

@@ -26,7 +26,7 @@ func main() {
 	}
 	dirs := flag.Args()
 	if len(dirs) == 0 {
-		dirs = []string{".", "kafkadelay", "ontimeprom", "ontimeotel", "cmd/ontime"}
+		dirs = []string{".", "kafkadelay", "kafkadelay/kafkadelayprom", "ontimeprom", "ontimeotel", "cmd/ontime"}
 	}
 	var mods []modproxy.Module
 	for _, d := range dirs {

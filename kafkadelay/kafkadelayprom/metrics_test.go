@@ -1,7 +1,8 @@
-package kafkametrics_test
+package kafkadelayprom_test
 
 import (
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/ontime-go/ontime/cmd/ontime/internal/kafkametrics"
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkadelayprom"
 )
 
 // TestEveryEvent: each Observer event and the partitions' state land in
@@ -18,7 +19,7 @@ import (
 func TestEveryEvent(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewPedanticRegistry()
-	m, err := kafkametrics.New(reg)
+	m, err := kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,43 @@ ontime_kafka_rerouted_total{from="delay-5s",to="delay-1s"} 1
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
-	if _, err := kafkametrics.New(reg); err == nil {
+	if _, err := kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(reg)); err == nil {
 		t.Error("a second New on the same registry succeeded")
+	}
+}
+
+// Handler serves the metrics' own registry by default and the
+// Registerer's when it gathers; a Registerer that cannot gather gets a 500
+// that says so.
+func TestHandler(t *testing.T) {
+	t.Parallel()
+	scrape := func(m *kafkadelayprom.Metrics) (int, string) {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Code, rec.Body.String()
+	}
+	own, err := kafkadelayprom.NewMetrics(kafkadelayprom.LatenessBuckets([]float64{1, 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.Released(kafkadelay.Release{Source: "b", Due: time.Now(), Produced: time.Now()})
+	if code, body := scrape(own); code != 200 || !strings.Contains(body, `ontime_kafka_release_lateness_seconds_bucket{bucket="b",le="2"} 1`) {
+		t.Errorf("own registry: %d\n%s", code, body)
+	}
+	reg := prometheus.NewRegistry()
+	shared, err := kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared.Rebalanced(kafkadelay.Rebalance{Kind: "lost"})
+	if code, body := scrape(shared); code != 200 || !strings.Contains(body, `ontime_kafka_rebalances_total{kind="lost"} 1`) {
+		t.Errorf("shared registry: %d\n%s", code, body)
+	}
+	wrapped, err := kafkadelayprom.NewMetrics(kafkadelayprom.Registerer(prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := scrape(wrapped); code != 500 || !strings.Contains(body, "not a Gatherer") {
+		t.Errorf("registerer without gatherer: %d %q", code, body)
 	}
 }

@@ -1,4 +1,4 @@
-package kafkadelay_test
+package kafkaconfig_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime/kafkadelay"
+	"github.com/ontime-go/ontime/kafkadelay/kafkaconfig"
 )
 
 // The reference design's settings section, as a team has it.
@@ -39,7 +40,7 @@ func TestConfigReferenceLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, section := range []string{"", "default.integration.messaging.republisher"} {
-		fc, err := kafkadelay.LoadConfig(path, section)
+		fc, err := kafkaconfig.Load(path, section)
 		if err != nil {
 			t.Fatalf("section %q: %v", section, err)
 		}
@@ -73,7 +74,7 @@ func TestConfigReferenceLayout(t *testing.T) {
 }
 
 func TestConfigOntimeKeys(t *testing.T) {
-	fc, err := kafkadelay.ParseConfig([]byte(`
+	fc, err := kafkaconfig.Parse([]byte(`
 dead_letter_topic = "dlq"
 prefetch = "300ms"
 max_in_flight = 500
@@ -84,6 +85,9 @@ revoke_wait = "3s"
 client_id = "r1"
 stats_interval = "0s"
 read_ahead = 200
+create_destinations = true
+destination_partitions = 6
+destination_replication_factor = 3
 [consumer]
 bootstrap_servers = "a:9092, b:9092"
 group_id = "g"
@@ -102,7 +106,8 @@ bootstrap_servers = ["c:9092"]
 	if fc.Section != "" || fc.DeadLetterTopic != "dlq" || fc.Prefetch != 300*time.Millisecond || fc.MaxInFlight != 500 ||
 		fc.CommitInterval != time.Second || fc.RetryMin != 50*time.Millisecond || fc.RetryMax != 2*time.Second ||
 		fc.RevokeWait != 3*time.Second || fc.ClientID != "r1" || fc.StatsInterval != 0 || fc.ReadAhead != 200 ||
-		fc.SessionTimeout != 3*time.Second || fc.HeartbeatInterval != time.Second || fc.RebalanceStrategy != "range" {
+		fc.SessionTimeout != 3*time.Second || fc.HeartbeatInterval != time.Second || fc.RebalanceStrategy != "range" ||
+		!fc.CreateDestinations || fc.DestinationPartitions != 6 || fc.DestinationReplicationFactor != 3 {
 		t.Errorf("parsed %+v", fc)
 	}
 	if strings.Join(fc.Brokers, ",") != "a:9092,b:9092" || strings.Join(fc.DestinationBrokers, ",") != "c:9092" {
@@ -138,21 +143,28 @@ group_id = "g"
 		{"missing group", "[consumer]\nbootstrap_servers = [\"k:1\"]\n[delay_topics]\n1 = \"a\"\n", "", `consumer.group_id: missing`},
 		{"unknown key", ok + "dead_letter = \"x\"\n[delay_topics]\n1 = \"a\"\n", "", `dead_letter: unknown key`},
 		{"disabled", ok + "[delay_topics]\n1 = \"a\"\n", "", ""}, // placeholder replaced below
-		{"bad duration", "prefetch = \"soon\"\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `prefetch: time: invalid duration "soon"`},
+		{"bad duration", "prefetch = \"soon\"\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `prefetch: time: invalid duration "soon" (line 1)`},
 		{"dlq is a bucket", "dead_letter_topic = \"a\"\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `dead_letter_topic: "a" is also a bucket topic`},
 		{"bad section", ok + "[delay_topics]\n1 = \"a\"\n", "x.y", `no table [x] in the file`},
 		{"two sections", "[a.delay_topics]\n1 = \"a\"\n[b.delay_topics]\n1 = \"b\"\n", "", `several tables have a delay_topics table ([a], [b])`},
 		{"not toml", "[delay_topics\n", "", `toml:`},
 		{"bad strategy", ok + "rebalance_strategy = \"fair\"\n[delay_topics]\n1 = \"a\"\n", "", `consumer.rebalance_strategy: fair: want one of cooperative-sticky`},
 		{"heartbeat too long", ok + "session_timeout = \"2s\"\nheartbeat_interval = \"2s\"\n[delay_topics]\n1 = \"a\"\n", "", `consumer.heartbeat_interval: 2s must be less than the session timeout (2s)`},
-		{"bad session", ok + "session_timeout = 6\n[delay_topics]\n1 = \"a\"\n", "", `consumer.session_timeout: want a duration string`},
+		{"bad session", ok + "session_timeout = 6\n[delay_topics]\n1 = \"a\"\n", "", `consumer.session_timeout: time: missing unit in duration "6"`},
+		{"create not bool", "create_destinations = \"yes\"\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `create_destinations: want true or false, not a string (line 1)`},
+		{"zero partitions", "destination_partitions = 0\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `destination_partitions: 0: want a whole number of partitions, at least 1`},
+		{"wrong type nested", ok + "[delay_topics]\n1 = 5\n", "", `delay_topics.1: want a string, not a whole number (line 6)`},
+		{"unknown nested key", ok + "groupid = \"x\"\n[delay_topics]\n1 = \"a\"\n", "", `groupid: unknown key`},
+		{"unknown consumer key", "[r.consumer]\nbootstrap_servers = [\"k:1\"]\ngroup_id = \"g\"\ngroupid = \"x\"\n[r.delay_topics]\n1 = \"a\"\n", "", `r.consumer.groupid: unknown key`},
+		{"brokers not strings", "[consumer]\nbootstrap_servers = [1]\ngroup_id = \"g\"\n[delay_topics]\n1 = \"a\"\n", "", `consumer.bootstrap_servers: want a list of "host:port" strings`},
+		{"huge replication", "destination_replication_factor = 70000\n" + ok + "[delay_topics]\n1 = \"a\"\n", "", `destination_replication_factor: 70000: want a whole number of replicas, at least 1`},
 	}
 	cases[14] = struct{ name, toml, section, want string }{"disabled",
 		"[r]\nenabled = false\n[r.consumer]\nbootstrap_servers = [\"k:1\"]\ngroup_id = \"g\"\n[r.delay_topics]\n1 = \"a\"\n", "r",
 		`r.enabled: the republisher is disabled (enabled = false)`}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := kafkadelay.ParseConfig([]byte(tc.toml), tc.section)
+			_, err := kafkaconfig.Parse([]byte(tc.toml), tc.section)
 			if err == nil {
 				t.Fatalf("no error, want %q", tc.want)
 			}
