@@ -260,9 +260,12 @@ type ClaimedTimer struct {
 	LeaseUntil time.Time
 	Payload    []byte
 	// Schedule is the spec of a recurring timer (see Recurring), empty
-	// for a plain timer; Tick is then the number of the tick claimed.
+	// for a plain timer; Tick is then the number of the tick claimed and
+	// TickAt its scheduled instant (the due time it was armed with; Due
+	// moves when the tick is retried, TickAt does not).
 	Schedule string
 	Tick     int64
+	TickAt   time.Time
 }
 
 // Lease names a claimed timer and its token.

@@ -106,9 +106,11 @@ type Tick struct {
 type RecurringInfo struct {
 	// Spec is the schedule spec.
 	Spec string
-	// Tick is the number of the tick the timer stands for (due at
-	// TimerInfo.Due).
-	Tick int64
+	// Tick is the number of the tick the timer stands for, and TickAt
+	// its scheduled instant (TimerInfo.Due is later while the tick waits
+	// for a retry).
+	Tick   int64
+	TickAt time.Time
 	// Paused reports a paused schedule.
 	Paused bool
 	// LastTick is the number of the last tick settled (0: none yet), and

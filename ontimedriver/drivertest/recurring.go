@@ -78,8 +78,20 @@ func (e *env) wantRecurring(what string, ti *ontimedriver.TimerInfo, want ontime
 		e.t.Errorf("%s: no schedule entry, want %+v", what, want)
 		return
 	}
-	if *ti.Recurring != want {
-		e.t.Errorf("%s: schedule entry %+v, want %+v", what, *ti.Recurring, want)
+	got := *ti.Recurring
+	// TickAt is checked when want has one: stored rounded up to the
+	// store's precision
+	if !want.TickAt.IsZero() {
+		if got.TickAt.Before(want.TickAt) || got.TickAt.After(want.TickAt.Add(time.Millisecond)) {
+			e.t.Errorf("%s: TickAt %s, want %s rounded up", what, ts(got.TickAt), ts(want.TickAt))
+		}
+	}
+	if got.TickAt.IsZero() {
+		e.t.Errorf("%s: zero TickAt", what)
+	}
+	got.TickAt, want.TickAt = time.Time{}, time.Time{}
+	if got != want {
+		e.t.Errorf("%s: schedule entry %+v, want %+v", what, got, want)
 	}
 }
 
@@ -118,7 +130,7 @@ func testRecurringAckArmsNext(e *env) {
 	next := e.now().Add(300 * time.Millisecond)
 	e.wantErr("ack with next", e.settle1("rec.ack", ackNext(c, next, 2)), nil)
 	ti := e.get("rec.ack", "r")
-	e.wantRecurring("Get after the ack", ti, ontimedriver.RecurringInfo{Spec: specA, Tick: 2, LastTick: 1, LastOutcome: "ack"})
+	e.wantRecurring("Get after the ack", ti, ontimedriver.RecurringInfo{Spec: specA, Tick: 2, TickAt: next, LastTick: 1, LastOutcome: "ack"})
 	if ti.State != ontimedriver.StateScheduled || ti.Due.Before(next) || ti.Due.After(next.Add(time.Millisecond)) {
 		e.t.Errorf("Get after the ack: state %s due %s, want scheduled at %s", ti.State, ts(ti.Due), ts(next))
 	}
@@ -127,8 +139,8 @@ func testRecurringAckArmsNext(e *env) {
 	// settled once
 	e.wantErr("second ack of the tick", e.settle1("rec.ack", ackNext(c, next, 2)), ontimedriver.ErrLeaseLost)
 	c2 := e.claimOne(e.d, "rec.ack", "r", longLease)
-	if c2.Tick != 2 || c2.Due.Before(next) {
-		e.t.Errorf("second tick: Tick %d Due %s, want 2 at or after %s", c2.Tick, ts(c2.Due), ts(next))
+	if c2.Tick != 2 || c2.Due.Before(next) || c2.TickAt.Before(next) || c2.TickAt.After(next.Add(time.Millisecond)) {
+		e.t.Errorf("second tick: Tick %d Due %s TickAt %s, want 2 at or after %s", c2.Tick, ts(c2.Due), ts(c2.TickAt), ts(next))
 	}
 	e.wantClaimAttempt("second tick", c2.Attempt, 1)
 	e.wantPayload("second tick", c2.Payload, []byte("body"))
@@ -167,12 +179,15 @@ func testRecurringRetryKeepsTick(e *env) {
 	if r == nil {
 		return
 	}
-	e.putRecurring(r, "rec.retry", "r", specA, e.now(), 5, "body")
+	at := e.putRecurring(r, "rec.retry", "r", specA, e.now(), 5, "body")
 	c := e.claimOne(e.d, "rec.retry", "r", longLease)
-	e.wantErr("retry", e.settle1("rec.retry", retryOp(c, 0, "again")), nil)
+	if !c.TickAt.Equal(at) {
+		e.t.Errorf("claimed tick: TickAt %s, want %s", ts(c.TickAt), ts(at))
+	}
+	e.wantErr("retry", e.settle1("rec.retry", retryOp(c, 50*time.Millisecond, "again")), nil)
 	c2 := e.claimOne(e.d, "rec.retry", "r", longLease)
-	if c2.Tick != 5 || c2.Schedule != specA {
-		e.t.Errorf("retried tick: Tick %d Schedule %q, want 5 %q", c2.Tick, c2.Schedule, specA)
+	if c2.Tick != 5 || c2.Schedule != specA || !c2.TickAt.Equal(at) {
+		e.t.Errorf("retried tick: Tick %d Schedule %q TickAt %s, want 5 %q %s", c2.Tick, c2.Schedule, ts(c2.TickAt), specA, ts(at))
 	}
 	e.wantClaimAttempt("retried tick", c2.Attempt, 2)
 }

@@ -15,7 +15,7 @@ import (
 // ordinary timer (record in t or u, claim index entry in q or f) plus a
 // schedule entry in bucket r under the timer's key:
 //
-//	"<tick>,<paused 0|1>,<last tick>,<last outcome>,<held due µs>,<spec>"
+//	"<tick>,<tick µs>,<paused 0|1>,<last tick>,<last outcome>,<held due µs>,<spec>"
 //
 // sealed like a record (version, CRC-32C over the key and the entry). A
 // paused schedule's timer is due at pausedMicros (the last microsecond of
@@ -32,6 +32,7 @@ var pausedMicros = ceilMicros(ontimedriver.MaxDue)
 // schedEntry is a decoded schedule entry.
 type schedEntry struct {
 	tick, lastTick int64
+	tickAt         int64 // the tick's scheduled instant (µs)
 	paused         bool
 	lastOutcome    string
 	heldDue        int64 // the held tick's due time while paused
@@ -43,7 +44,7 @@ func (e *schedEntry) encode(key []byte) []byte {
 	if e.paused {
 		p = "1"
 	}
-	s := strconv.FormatInt(e.tick, 10) + "," + p + "," + strconv.FormatInt(e.lastTick, 10) + "," + e.lastOutcome + "," +
+	s := strconv.FormatInt(e.tick, 10) + "," + strconv.FormatInt(e.tickAt, 10) + "," + p + "," + strconv.FormatInt(e.lastTick, 10) + "," + e.lastOutcome + "," +
 		strconv.FormatInt(e.heldDue, 10) + "," + e.spec
 	b := make([]byte, headerLen, headerLen+len(s))
 	return seal(key, append(b, s...))
@@ -54,24 +55,25 @@ func decodeSched(key, b []byte) (schedEntry, error) {
 	if err != nil {
 		return schedEntry{}, err
 	}
-	f := strings.SplitN(string(body), ",", 6)
-	if len(f) != 6 || (f[1] != "0" && f[1] != "1") {
+	f := strings.SplitN(string(body), ",", 7)
+	if len(f) != 7 || (f[2] != "0" && f[2] != "1") {
 		return schedEntry{}, errBadRecord
 	}
 	var e schedEntry
-	var err1, err2, err3 error
+	var err1, err2, err3, err4 error
 	e.tick, err1 = strconv.ParseInt(f[0], 10, 64)
-	e.lastTick, err2 = strconv.ParseInt(f[2], 10, 64)
-	e.heldDue, err3 = strconv.ParseInt(f[4], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	e.tickAt, err4 = strconv.ParseInt(f[1], 10, 64)
+	e.lastTick, err2 = strconv.ParseInt(f[3], 10, 64)
+	e.heldDue, err3 = strconv.ParseInt(f[5], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return schedEntry{}, errBadRecord
 	}
-	e.paused, e.lastOutcome, e.spec = f[1] == "1", f[3], f[5]
+	e.paused, e.lastOutcome, e.spec = f[2] == "1", f[4], f[6]
 	return e, nil
 }
 
 func (e *schedEntry) info() *ontimedriver.RecurringInfo {
-	return &ontimedriver.RecurringInfo{Spec: e.spec, Tick: e.tick, Paused: e.paused, LastTick: e.lastTick, LastOutcome: e.lastOutcome}
+	return &ontimedriver.RecurringInfo{Spec: e.spec, Tick: e.tick, TickAt: fromMicros(e.tickAt), Paused: e.paused, LastTick: e.lastTick, LastOutcome: e.lastOutcome}
 }
 
 // getSched loads a timer's schedule entry; found is false for a plain
@@ -162,7 +164,7 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 			result.Err = ontimedriver.ErrExists
 			return nil
 		}
-		e := schedEntry{tick: t.Tick, spec: t.Spec}
+		e := schedEntry{tick: t.Tick, tickAt: due, spec: t.Spec}
 		if prev, ok, perr := tb.getSched(t.ID); ok && perr == nil {
 			e.lastTick, e.lastOutcome = prev.lastTick, prev.lastOutcome
 		}
@@ -247,6 +249,7 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id string, pause bool, 
 				e.heldDue, rec.due = rec.due, pausedMicros
 			} else {
 				e.tick, e.heldDue = next.N, 0
+				e.tickAt = ceilMicros(next.Due)
 				rec.due, rec.attempt, rec.lastError = ceilMicros(next.Due), 0, ""
 			}
 			if err := tb.putTimer(id, &rec); err != nil {
@@ -302,7 +305,7 @@ func (tb *topicBuckets) armNext(op ontimedriver.Settlement, rec *record, nowUs i
 		return false, err
 	}
 	due := ceilMicros(op.Next.Due)
-	e.lastTick, e.lastOutcome, e.tick = e.tick, outcome, op.Next.N
+	e.lastTick, e.lastOutcome, e.tick, e.tickAt = e.tick, outcome, op.Next.N, due
 	rec.token, rec.leaseUntil, rec.attempt, rec.lastError, rec.due = 0, 0, 0, "", due
 	if e.paused {
 		e.heldDue, rec.due = due, pausedMicros
@@ -329,7 +332,7 @@ func (tb *topicBuckets) claimedSched(c *ontimedriver.ClaimedTimer) error {
 	if err != nil || !found {
 		return err
 	}
-	c.Schedule, c.Tick = e.spec, e.tick
+	c.Schedule, c.Tick, c.TickAt = e.spec, e.tick, fromMicros(e.tickAt)
 	return nil
 }
 

@@ -165,7 +165,7 @@ func (d *Driver) Claim(ctx context.Context, topic string, max int, lease time.Du
 			if !ok {
 				return nil, fmt.Errorf("%w: schedule entry of %q", errReply, out.Timers[k].ID)
 			}
-			out.Timers[k].Schedule, out.Timers[k].Tick = e.Spec, e.Tick
+			out.Timers[k].Schedule, out.Timers[k].Tick, out.Timers[k].TickAt = e.Spec, e.Tick, e.TickAt
 			continue
 		}
 		if k >= int64(n) {

@@ -12,7 +12,7 @@ import (
 // Recurring timers (ontimedriver.Recurring), native layout only. A
 // recurring timer is an ordinary timer of its topic plus an entry in
 //
-//	P{T}:sched  hash  id → "<tick>,<paused 0|1>,<last tick>,<last outcome>,<spec>"
+//	P{T}:sched  hash  id → "<tick>,<tick ms>,<paused 0|1>,<last tick>,<last outcome>,<spec>"
 //
 // which claim.lua reports with the claimed timer (one EXISTS per claim when
 // the topic has none), settle.lua rewrites when it arms the next tick, and
@@ -139,16 +139,18 @@ func (d *Driver) listRecurring(ctx context.Context, k keys, timers []ontimedrive
 	return nil
 }
 
-// parseSchedEntry reads "<tick>,<paused>,<last tick>,<last outcome>,<spec>".
+// parseSchedEntry reads "<tick>,<tick ms>,<paused>,<last tick>,<last
+// outcome>,<spec>".
 func parseSchedEntry(s string) (*ontimedriver.RecurringInfo, bool) {
-	f := strings.SplitN(s, ",", 5)
-	if len(f) != 5 {
+	f := strings.SplitN(s, ",", 6)
+	if len(f) != 6 {
 		return nil, false
 	}
 	tick, err1 := strconv.ParseInt(f[0], 10, 64)
-	last, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil || (f[1] != "0" && f[1] != "1") {
+	at, err2 := strconv.ParseInt(f[1], 10, 64)
+	last, err3 := strconv.ParseInt(f[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || (f[2] != "0" && f[2] != "1") {
 		return nil, false
 	}
-	return &ontimedriver.RecurringInfo{Spec: f[4], Tick: tick, Paused: f[1] == "1", LastTick: last, LastOutcome: f[3]}, true
+	return &ontimedriver.RecurringInfo{Spec: f[5], Tick: tick, TickAt: msTime(at), Paused: f[2] == "1", LastTick: last, LastOutcome: f[4]}, true
 }

@@ -20,7 +20,7 @@ local due = tonumber(ARGV[5])
 local last = '0,'
 local prev = redis.call('HGET', KEYS[4], id)
 if prev then
-  local lt, lo = string.match(prev, '^%d+,%d,(%d+),(%a*),')
+  local lt, lo = string.match(prev, '^%d+,%-?%d+,%d,(%d+),(%a*),')
   if lt then
     last = lt .. ',' .. lo
   end
@@ -28,7 +28,7 @@ end
 redis.call('HSET', KEYS[2], id, record(0, due, '', ARGV[8]))
 redis.call('ZADD', KEYS[1], ARGV[5], id)
 redis.call('HDEL', KEYS[3], id)
-redis.call('HSET', KEYS[4], id, ARGV[6] .. ',0,' .. last .. ',' .. ARGV[7])
+redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[5] .. ',0,' .. last .. ',' .. ARGV[7])
 if KEYS[6] then
   redis.call('SADD', KEYS[6], ARGV[3])
 end

@@ -19,7 +19,7 @@ local rec = redis.call('HGET', KEYS[2], id)
 if not se or not rec then
   return {0, now * 1000 + sub, ''}
 end
-local tick, paused, rest = string.match(se, '^(%d+),(%d),(.*)$')
+local tick, at, paused, rest = string.match(se, '^(%d+),(%-?%d+),(%d),(.*)$')
 if not tick then
   return {0, now * 1000 + sub, ''}
 end
@@ -28,14 +28,14 @@ if paused == ARGV[1] then
 end
 local leased = redis.call('HEXISTS', KEYS[3], id) == 1
 if ARGV[1] == '1' then
-  redis.call('HSET', KEYS[4], id, tick .. ',1,' .. rest)
+  redis.call('HSET', KEYS[4], id, tick .. ',' .. at .. ',1,' .. rest)
   if not leased then
     redis.call('ZADD', KEYS[1], fmt(PAUSED), id)
   end
   return {1, now * 1000 + sub, ''}
 end
 if leased then
-  redis.call('HSET', KEYS[4], id, tick .. ',0,' .. rest)
+  redis.call('HSET', KEYS[4], id, tick .. ',' .. at .. ',0,' .. rest)
   return {1, now * 1000 + sub, ''}
 end
 local r = parse(rec)
@@ -44,7 +44,7 @@ if not r then
 end
 local due = tonumber(ARGV[5])
 local old = head(KEYS[1])
-redis.call('HSET', KEYS[4], id, ARGV[6] .. ',0,' .. rest)
+redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[5] .. ',0,' .. rest)
 redis.call('HSET', KEYS[2], id, record(0, due, '', r.payload))
 redis.call('ZADD', KEYS[1], ARGV[5], id)
 local low = due

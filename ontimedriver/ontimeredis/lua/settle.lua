@@ -8,8 +8,8 @@
 -- and for every kind but ack three more values: delay as "<ms>:<us>" (see
 -- due_after), reason, error text; kinds 4 and 5 two more: the next tick's
 -- due ms and number.
--- A recurring timer (an entry in the schedule hash: "<tick>,<paused 0|1>,
--- <last tick>,<last outcome>,<spec>") settled with kind 4 or 5 is not
+-- A recurring timer (an entry in the schedule hash: "<tick>,<tick ms>,
+-- <paused 0|1>,<last tick>,<last outcome>,<spec>") settled with kind 4 or 5 is not
 -- deleted: its record is rewritten for the next tick (attempt 0), its
 -- score set to the next tick's due time (or to PAUSED when paused) and its
 -- entry to the next tick; a dead tick is copied to the dead letters as
@@ -111,7 +111,7 @@ for j = 1, n do
         dhset[ndd + 2] = dead_record(attempt, r.due, argv[p + 4], argv[p + 5], r.payload)
         ndd = ndd + 2
       elseif kind == '4' or kind == '5' then
-        local tick, paused, spec = string.match(se, '^(%d+),(%d),%d+,%a*,(.*)$')
+        local tick, paused, spec = string.match(se, '^(%d+),%-?%d+,(%d),%d+,%a*,(.*)$')
         local ndue = tonumber(argv[p + 6])
         local outcome = 'ack'
         if kind == '5' then
@@ -135,7 +135,7 @@ for j = 1, n do
         zadd[nh + 2] = id
         nh = nh + 2
         shset[nsh + 1] = id
-        shset[nsh + 2] = argv[p + 7] .. ',' .. (paused or '0') .. ',' .. (tick or '0') .. ',' .. outcome .. ',' .. (spec or '')
+        shset[nsh + 2] = argv[p + 7] .. ',' .. argv[p + 6] .. ',' .. (paused or '0') .. ',' .. (tick or '0') .. ',' .. outcome .. ',' .. (spec or '')
         nsh = nsh + 2
         if score ~= PAUSED and (not earliest or score < earliest) then
           earliest = score
