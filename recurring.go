@@ -1,0 +1,389 @@
+package ontime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/schedule"
+)
+
+// Recurring timers: a timer with a schedule (schedule.Every, schedule.Cron)
+// that fires once per tick across every worker of its topic. It lives in
+// the store like any timer: a worker claims a tick under a lease, and the
+// tick's settlement and the arming of the next tick are one atomic, fenced
+// store operation, so no leader, no scheduler in memory, and a crash
+// between them cannot lose or double the schedule. See docs/recurring.md.
+//
+// Semantics:
+//   - each tick is delivered at least once, and once across the fleet
+//     while no worker dies; a tick whose worker dies is delivered again
+//     when its lease runs out (the only duplicate);
+//   - the handler sees the tick's scheduled instant and number
+//     (Message.Tick), to be idempotent per tick;
+//   - a failing tick is retried by the topic's retry policy; a tick that
+//     is dead-lettered (or dropped) ends, and the schedule keeps running:
+//     the dead letter is a copy under id#tick;
+//   - no overlap: the next tick is armed only when the current one is
+//     settled, so two ticks of one schedule never run at once; a tick that
+//     runs past the next tick's instant makes that tick late (it fires at
+//     once, or is folded into the missed-ticks policy), never concurrent;
+//   - missed ticks (a store outage, every worker stopped, a slow tick)
+//     follow the schedule's MissedPolicy: FireOnce (default) fires one
+//     tick for all the missed ones, the latest; FireEach(n) fires each of
+//     the last n missed ticks, one after the other;
+//   - never early: a tick is due at its instant on the store's clock.
+
+// Tick is a recurring timer's tick as its handler sees it (Message.Tick).
+// The zero Tick is a plain timer's.
+type Tick struct {
+	// N numbers the ticks armed for the schedule: 1, 2, 3, ... (ticks a
+	// missed-ticks policy skipped are not numbered). A publish that
+	// replaces the schedule starts again at 1.
+	N int64
+	// At is the tick's scheduled instant (Message.Due is later when the
+	// tick is retried).
+	At time.Time
+	// Schedule is the schedule's canonical spec (schedule.Parse reads it).
+	Schedule string
+}
+
+// MissedPolicy says what a recurring timer does with the ticks it missed:
+// ticks whose instant passed while no tick could run (a store outage,
+// every worker stopped, a tick that ran longer than the interval). The
+// zero value is FireOnce.
+type MissedPolicy struct {
+	each  bool
+	bound int
+}
+
+// FireOnce fires one tick for all the missed ones: the latest missed
+// tick, at once, and then the schedule goes on. It is the default.
+func FireOnce() MissedPolicy { return MissedPolicy{} }
+
+// FireEach fires each missed tick, one after the other, at most bound of
+// them (the latest bound; the older ones are skipped). A bound below 1 is
+// 1.
+func FireEach(bound int) MissedPolicy { return MissedPolicy{each: true, bound: max(bound, 1)} }
+
+// String returns "once" or "each:<bound>".
+func (p MissedPolicy) String() string {
+	if p.each {
+		return "each:" + strconv.Itoa(p.bound)
+	}
+	return "once"
+}
+
+// OnMissed sets a recurring timer's missed-ticks policy
+// (PublishRecurring). Publish refuses it.
+func OnMissed(p MissedPolicy) PublishOption {
+	return func(_ *Timer, m *publishMode) { m.missed = &p }
+}
+
+// A recurring timer's spec in the store is the schedule's canonical spec,
+// then, when its policy is not the default, ";missed=each:<bound>".
+const missedSep = ";missed="
+
+func encodeSpec(s schedule.Schedule, p MissedPolicy) string {
+	if !p.each {
+		return s.String()
+	}
+	return s.String() + missedSep + p.String()
+}
+
+// recurringSpec is a parsed stored spec.
+type recurringSpec struct {
+	sched  schedule.Schedule
+	missed MissedPolicy
+	canon  string // the schedule's part
+}
+
+func parseSpec(spec string) (*recurringSpec, error) {
+	canon, pol, hasPol := strings.Cut(spec, missedSep)
+	s, err := schedule.Parse(canon)
+	if err != nil {
+		return nil, err
+	}
+	r := &recurringSpec{sched: s, canon: canon}
+	if hasPol {
+		b, ok := strings.CutPrefix(pol, "each:")
+		n, err := strconv.Atoi(b)
+		if !ok || err != nil || n < 1 {
+			return nil, invalidf("recurring spec %q: unknown missed-ticks policy %q", spec, pol)
+		}
+		r.missed = FireEach(n)
+	} else if pol != "" {
+		return nil, invalidf("recurring spec %q: unknown missed-ticks policy %q", spec, pol)
+	}
+	return r, nil
+}
+
+// specCache keeps parsed specs: a worker parses a schedule once, not per
+// tick.
+var specCache sync.Map // string -> *recurringSpec
+
+func cachedSpec(spec string) (*recurringSpec, error) {
+	if v, ok := specCache.Load(spec); ok {
+		return v.(*recurringSpec), nil
+	}
+	r, err := parseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	specCache.Store(spec, r)
+	return r, nil
+}
+
+// maxCatchUpWalk bounds how many missed ticks FireEach walks to find the
+// oldest of the last bound (a 200 ms schedule after a week's outage has
+// 3 million): past it, the latest bound are found from the end.
+const maxCatchUpWalk = 100_000
+
+// nextTick is the tick to arm after the tick at cur (number n) settles, at
+// now: the schedule's first tick after cur, or, when that has passed, what
+// the missed-ticks policy says. ok is false when the schedule has no tick
+// after cur (it ends).
+func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimedriver.Tick, bool) {
+	first := r.sched.Next(cur)
+	if first.IsZero() {
+		return ontimedriver.Tick{}, false
+	}
+	if first.After(now) {
+		return ontimedriver.Tick{Due: first, N: n + 1}, true
+	}
+	if !r.missed.each {
+		// fire once for all the missed ticks: the latest
+		return ontimedriver.Tick{Due: schedule.Latest(r.sched, cur, now), N: n + 1}, true
+	}
+	// fire each of the last bound missed ticks: the oldest of them next
+	ring := make([]time.Time, 0, r.missed.bound)
+	k := 0
+	walked := 0
+	for t := first; !t.IsZero() && !t.After(now); t = r.sched.Next(t) {
+		if walked++; walked > maxCatchUpWalk {
+			// too many to walk: the last bound ticks before now
+			return r.lastBound(now, n), true
+		}
+		if len(ring) < r.missed.bound {
+			ring = append(ring, t)
+		} else {
+			ring[k] = t
+			k = (k + 1) % r.missed.bound
+		}
+	}
+	if len(ring) < r.missed.bound {
+		return ontimedriver.Tick{Due: ring[0], N: n + 1}, true
+	}
+	return ontimedriver.Tick{Due: ring[k], N: n + 1}, true
+}
+
+// lastBound finds the oldest of the last bound ticks at or before now,
+// looking back from now over growing windows.
+func (r *recurringSpec) lastBound(now time.Time, n int64) ontimedriver.Tick {
+	for w := time.Second; w <= 1<<61; w *= 2 {
+		if len(schedule.Missed(r.sched, now.Add(-w), now, r.missed.bound+1)) > r.missed.bound {
+			ts := schedule.Missed(r.sched, now.Add(-w), now, maxCatchUpWalk)
+			return ontimedriver.Tick{Due: ts[max(len(ts)-r.missed.bound, 0)], N: n + 1}
+		}
+	}
+	return ontimedriver.Tick{Due: schedule.Latest(r.sched, time.Time{}, now), N: n + 1}
+}
+
+// recurring returns the store's Recurring implementation, or an error
+// wrapping ErrUnsupported.
+func (c *Client) recurring() (ontimedriver.Recurring, error) {
+	r, ok := ontimedriver.RecurringOf(c.drv)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T keeps no recurring timers", ontimedriver.ErrUnsupported, c.orig)
+	}
+	return r, nil
+}
+
+// ErrUnsupported is returned (wrapped) when the store cannot do what was
+// asked: the faststream-compatible Redis layout keeps no recurring timers.
+var ErrUnsupported = ontimedriver.ErrUnsupported
+
+// PublishRecurring publishes a recurring timer: body is delivered to
+// topic's handler once per tick of sched, under the timer id id. Its first
+// tick is sched's first tick after now (the local clock; a tick is still
+// never claimed before its instant on the store's clock).
+//
+// Publishing an id that exists replaces it (upsert): the new schedule and
+// body, tick numbers starting again at 1, and a tick that is running
+// cannot arm the old schedule's next tick (its settlement is refused as a
+// lost lease). With IfAbsent an existing id is left alone and ErrExists
+// returned. Options: IfAbsent, WithHeaders, WithHeader,
+// WithCorrelationID and OnMissed; In, At and WithID are refused (the
+// schedule decides when, id names the timer).
+//
+// The store must keep recurring timers (the native Redis layout and the
+// embedded store do); the faststream-compatible layout refuses with an
+// error wrapping ErrUnsupported.
+func (c *Client) PublishRecurring(ctx context.Context, topic, id string, sched schedule.Schedule, body any, opts ...PublishOption) (time.Time, error) {
+	t := Timer{ID: id, Body: body}
+	var m publishMode
+	for _, o := range opts {
+		o(&t, &m)
+	}
+	if m.delaySet || !t.At.IsZero() || m.idSet {
+		return time.Time{}, invalidf("PublishRecurring: In, At and WithID do not apply (the schedule says when, id names the timer)")
+	}
+	if err := schedule.Validate(sched); err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	var pol MissedPolicy
+	if m.missed != nil {
+		pol = *m.missed
+	}
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return time.Time{}, err
+	}
+	r, err := c.recurring()
+	if err != nil {
+		return time.Time{}, err
+	}
+	first := sched.Next(time.Now())
+	if first.IsZero() {
+		return time.Time{}, invalidf("PublishRecurring: schedule %q has no tick after now", sched.String())
+	}
+	nt, err := c.encodeTimer(&t)
+	if err != nil {
+		return time.Time{}, err
+	}
+	spec := encodeSpec(sched, pol)
+	if err := ontimedriver.ValidateSpec(spec); err != nil {
+		return time.Time{}, err
+	}
+	res, err := r.ScheduleRecurring(ctx, full, ontimedriver.NewRecurring{ID: id, Spec: spec, At: first, Tick: 1, Payload: nt.Payload}, scheduleMode(m.ifAbsent))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return res.Due, res.Err
+}
+
+// Pause pauses the recurring timer id of topic: no tick of it is claimed
+// until Resume (a tick running now finishes, retries included, and the
+// tick it arms is held). Pausing a paused schedule changes nothing.
+// ErrNotFound when topic has no recurring timer id.
+func (c *Client) Pause(ctx context.Context, topic, id string) error {
+	full, r, err := c.recurringCall(topic, id)
+	if err != nil {
+		return err
+	}
+	return r.PauseRecurring(ctx, full, id)
+}
+
+// Resume resumes a paused recurring timer: its next tick is the
+// schedule's first tick after now (the ticks that passed while it was
+// paused are skipped, not missed). Resuming a running schedule changes
+// nothing. ErrNotFound when topic has no recurring timer id.
+func (c *Client) Resume(ctx context.Context, topic, id string) error {
+	full, r, err := c.recurringCall(topic, id)
+	if err != nil {
+		return err
+	}
+	ti, err := c.drv.Get(ctx, full, id)
+	if err != nil {
+		return err
+	}
+	if ti.Recurring == nil {
+		return ontimedriver.ErrNotFound
+	}
+	rs, err := cachedSpec(ti.Recurring.Spec)
+	if err != nil {
+		return err
+	}
+	next := rs.sched.Next(time.Now())
+	if next.IsZero() {
+		return invalidf("Resume: schedule %q has no tick after now", rs.canon)
+	}
+	return r.ResumeRecurring(ctx, full, id, ontimedriver.Tick{Due: next, N: ti.Recurring.Tick + 1})
+}
+
+func (c *Client) recurringCall(topic, id string) (string, ontimedriver.Recurring, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := ontimedriver.ValidateID(id); err != nil {
+		return "", nil, err
+	}
+	r, err := c.recurring()
+	if err != nil {
+		return "", nil, err
+	}
+	return full, r, nil
+}
+
+// RecurringInfo is a recurring timer's schedule as Get and List show it
+// (TimerInfo.Recurring).
+type RecurringInfo struct {
+	// Schedule is the schedule's canonical spec (schedule.Parse reads
+	// it), and Missed its missed-ticks policy.
+	Schedule string
+	Missed   MissedPolicy
+	// Tick is the next tick to fire (or the one firing): its number and
+	// scheduled instant.
+	Tick Tick
+	// Paused reports a paused schedule.
+	Paused bool
+	// LastTick is the number of the last tick settled (0: none yet) and
+	// LastOutcome its outcome: "ack" (done or dropped) or "dead".
+	LastTick    int64
+	LastOutcome string
+}
+
+func recurringInfo(ri *ontimedriver.RecurringInfo) *RecurringInfo {
+	if ri == nil {
+		return nil
+	}
+	out := &RecurringInfo{Schedule: ri.Spec, Paused: ri.Paused, LastTick: ri.LastTick, LastOutcome: ri.LastOutcome}
+	if rs, err := cachedSpec(ri.Spec); err == nil {
+		out.Schedule, out.Missed = rs.canon, rs.missed
+	}
+	out.Tick = Tick{N: ri.Tick, At: ri.TickAt, Schedule: out.Schedule}
+	return out
+}
+
+// tickOf is a claimed timer's Tick (zero for a plain timer).
+func tickOf(t *ontimedriver.ClaimedTimer) Tick {
+	if t.Schedule == "" {
+		return Tick{}
+	}
+	canon, _, _ := strings.Cut(t.Schedule, missedSep)
+	at := t.TickAt
+	if at.IsZero() {
+		at = t.Due
+	}
+	return Tick{N: t.Tick, At: at, Schedule: canon}
+}
+
+// withNextTick completes the Ack or Dead of a recurring timer's tick with
+// the next tick to arm in the same store call. A spec that does not parse
+// (written by a newer ontime, or damaged) ends nothing: the settlement
+// goes without Next, which ends the schedule, and is logged.
+func (e *executor) withNextTick(d *delivery, s *ontimedriver.Settlement) {
+	if d.t.Schedule == "" || (s.Kind != ontimedriver.Ack && s.Kind != ontimedriver.Dead) {
+		return
+	}
+	rs, err := cachedSpec(d.t.Schedule)
+	if err != nil {
+		e.log.Error("ontime: recurring timer's schedule does not parse; this tick ends it", "topic", e.topic, "id", d.t.ID, "spec", d.t.Schedule, "err", err)
+		return
+	}
+	cur := d.t.TickAt
+	if cur.IsZero() {
+		cur = d.t.Due
+	}
+	next, ok := rs.nextTick(cur, d.t.Tick, time.Now())
+	if !ok {
+		e.log.Info("ontime: recurring timer's schedule has no more ticks; it ends", "topic", e.topic, "id", d.t.ID, "spec", rs.canon)
+		return
+	}
+	s.Next = &next
+}
