@@ -34,8 +34,8 @@ import (
 //     once, or is folded into the missed-ticks policy), never concurrent;
 //   - missed ticks (a store outage, every worker stopped, a slow tick)
 //     follow the schedule's MissedPolicy: FireOnce (default) fires one
-//     tick for all the missed ones, the latest; FireEach(n) fires each of
-//     the last n missed ticks, one after the other;
+//     tick for all the missed ones; FireEach(n) fires at most n of them,
+//     one after the other;
 //   - never early: a tick is due at its instant on the store's clock.
 
 // Tick is a recurring timer's tick as its handler sees it (Message.Tick).
@@ -61,13 +61,15 @@ type MissedPolicy struct {
 	bound int
 }
 
-// FireOnce fires one tick for all the missed ones: the latest missed
-// tick, at once, and then the schedule goes on. It is the default.
+// FireOnce fires one tick for all the missed ones: the first missed
+// tick (the one that was armed) fires late, the others are skipped, and the
+// schedule goes on with its first tick after now. It is the default.
 func FireOnce() MissedPolicy { return MissedPolicy{} }
 
-// FireEach fires each missed tick, one after the other, at most bound of
-// them (the latest bound; the older ones are skipped). A bound below 1 is
-// 1.
+// FireEach fires the missed ticks one after the other, at most bound of
+// them for one outage: the first missed tick (the one that was armed), late,
+// then the latest bound-1 of the others, oldest first; the ones between are
+// skipped. FireEach(1) is FireOnce. A bound below 1 is 1.
 func FireEach(bound int) MissedPolicy { return MissedPolicy{each: true, bound: max(bound, 1)} }
 
 // String returns "once" or "each:<bound>".
@@ -139,14 +141,18 @@ func cachedSpec(spec string) (*recurringSpec, error) {
 }
 
 // maxCatchUpWalk bounds how many missed ticks FireEach walks to find the
-// oldest of the last bound (a 200 ms schedule after a week's outage has
-// 3 million): past it, the latest bound are found from the end.
+// oldest of the last few (a 200 ms schedule after a week's outage has 3
+// million): past it, they are found from now backwards.
 const maxCatchUpWalk = 100_000
 
-// nextTick is the tick to arm after the tick at cur (number n) settles, at
-// now: the schedule's first tick after cur, or, when that has passed, what
-// the missed-ticks policy says. ok is false when the schedule has no tick
-// after cur (it ends).
+// nextTick is the tick to arm when the tick at cur (number n) settles, at
+// now: the schedule's first tick after cur, unless that has passed (the
+// ticks in (cur, now] were missed while this tick waited for a worker or
+// ran); then the missed-ticks policy decides. This late tick stood for the
+// first of them; FireOnce skips the others (the next tick is the first
+// after now), FireEach(b) fires the last b-1 of them, oldest first, one
+// after the other, and skips the older ones. ok is false when the schedule
+// has no tick left (it ends).
 func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimedriver.Tick, bool) {
 	first := r.sched.Next(cur)
 	if first.IsZero() {
@@ -155,42 +161,47 @@ func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimed
 	if first.After(now) {
 		return ontimedriver.Tick{Due: first, N: n + 1}, true
 	}
-	if !r.missed.each {
-		// fire once for all the missed ticks: the latest
-		return ontimedriver.Tick{Due: schedule.Latest(r.sched, cur, now), N: n + 1}, true
+	keep := 0
+	if r.missed.each {
+		keep = r.missed.bound - 1
 	}
-	// fire each of the last bound missed ticks: the oldest of them next
-	ring := make([]time.Time, 0, r.missed.bound)
-	k := 0
-	walked := 0
+	if keep == 0 {
+		next := r.sched.Next(now)
+		if next.IsZero() {
+			return ontimedriver.Tick{}, false
+		}
+		return ontimedriver.Tick{Due: next, N: n + 1}, true
+	}
+	// the oldest of the last keep ticks in (cur, now]
+	ring := make([]time.Time, 0, keep)
+	k, walked := 0, 0
 	for t := first; !t.IsZero() && !t.After(now); t = r.sched.Next(t) {
 		if walked++; walked > maxCatchUpWalk {
-			// too many to walk: the last bound ticks before now
-			return r.lastBound(now, n), true
+			return ontimedriver.Tick{Due: r.lastFew(keep, now), N: n + 1}, true
 		}
-		if len(ring) < r.missed.bound {
+		if len(ring) < keep {
 			ring = append(ring, t)
 		} else {
 			ring[k] = t
-			k = (k + 1) % r.missed.bound
+			k = (k + 1) % keep
 		}
 	}
-	if len(ring) < r.missed.bound {
+	if len(ring) < keep {
 		return ontimedriver.Tick{Due: ring[0], N: n + 1}, true
 	}
 	return ontimedriver.Tick{Due: ring[k], N: n + 1}, true
 }
 
-// lastBound finds the oldest of the last bound ticks at or before now,
+// lastFew finds the oldest of the last keep ticks at or before now,
 // looking back from now over growing windows.
-func (r *recurringSpec) lastBound(now time.Time, n int64) ontimedriver.Tick {
+func (r *recurringSpec) lastFew(keep int, now time.Time) time.Time {
 	for w := time.Second; w <= 1<<61; w *= 2 {
-		if len(schedule.Missed(r.sched, now.Add(-w), now, r.missed.bound+1)) > r.missed.bound {
+		if len(schedule.Missed(r.sched, now.Add(-w), now, keep+1)) > keep {
 			ts := schedule.Missed(r.sched, now.Add(-w), now, maxCatchUpWalk)
-			return ontimedriver.Tick{Due: ts[max(len(ts)-r.missed.bound, 0)], N: n + 1}
+			return ts[max(len(ts)-keep, 0)]
 		}
 	}
-	return ontimedriver.Tick{Due: schedule.Latest(r.sched, time.Time{}, now), N: n + 1}
+	return schedule.Latest(r.sched, time.Time{}, now)
 }
 
 // recurring returns the store's Recurring implementation, or an error
