@@ -54,25 +54,13 @@
 // Servers of one fleet should run the same Go release so that they agree on
 // future transitions.
 //
-// # Plans: what to arm next
+// # Never early, jitter, missed ticks
 //
-// A [Plan] is a schedule with its per-schedule policies, kept by a store as
-// one string ("every 1h jitter 5m catchup each 24", [ParsePlan]). When a tick
-// settles, [Plan.After] says which tick to arm in the same store operation:
-//
-//   - Never early: Next is strictly after its argument, and an armed tick is
-//     due at its instant or later, never before.
-//   - No overlap: the next tick exists only once the current one settles,
-//     so two ticks of one schedule never run at once. Ticks that fell due
-//     meanwhile (a long run, an outage) are missed ticks.
-//   - Missed ticks: [CatchUpOnce] (the default) runs one tick, the latest,
-//     for all of them; [CatchUpEach] runs each, oldest first, one at a time,
-//     at most [Plan.MaxCatchUp] (the most recent); the rest are skipped and
-//     counted ([Arm.Skipped]).
-//   - Jitter: [JitterFor] spreads a fleet's ticks over a window after each
-//     tick, deterministically per (schedule id, tick); the handler still sees
-//     the tick's own instant.
-//
-// [Missed] and [Latest] list the ticks of a past range, for backfill (each
-// tick once) and for the catch-up policies.
+// Next is strictly after its argument, so an armed tick is due at its
+// instant or later, never before. [JitterFor] spreads a fleet's ticks over a
+// window after each tick, deterministically per (schedule id, tick), so the
+// tick still fires at or after its instant and every server computes the
+// same delay. [Missed] and [Latest] list the ticks of a past range without
+// walking more of it than needed: for the missed-tick policies after an
+// outage and for backfill (each tick once).
 package schedule

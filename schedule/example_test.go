@@ -108,19 +108,3 @@ func ExampleMissed() {
 	// missed 09:06
 	// latest 09:06
 }
-
-// A tick that ran from 09:00 to 09:05:30 on a one-minute schedule: the
-// ticks of 09:01 to 09:05 were missed (none started while it ran). By
-// default the latest runs at once for all of them.
-func ExamplePlan_After() {
-	last := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	now := last.Add(5*time.Minute + 30*time.Second)
-	for _, spec := range []string{"every 1m", "every 1m catchup each 3"} {
-		p, _ := schedule.ParsePlan(spec)
-		a := p.After("report", last, now)
-		fmt.Printf("%s: tick %s, %d skipped\n", p, a.Tick.Format("15:04"), a.Skipped)
-	}
-	// Output:
-	// every 1m: tick 09:05, 4 skipped
-	// every 1m catchup each 3: tick 09:03, 2 skipped
-}
