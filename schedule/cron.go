@@ -140,7 +140,12 @@ func parseCron(words []string) (Schedule, error) {
 	case n == 6 && isZone(words[5]):
 		return Cron(strings.Join(words[:5], " "), words[5])
 	case n == 6:
-		return Cron(strings.Join(words, " "), "")
+		s, err := Cron(strings.Join(words, " "), "")
+		if err == nil || strings.Contains(strings.Join(words, " "), "=") {
+			return s, err
+		}
+		_, zerr := loadZone(words[5])
+		return nil, invalidf("cron: %q is neither a time zone (%s) nor the day-of-week field of 6 fields (%s)", words[5], reason(zerr), reason(err))
 	case n == 7:
 		return Cron(strings.Join(words[:6], " "), words[6])
 	default:

@@ -56,9 +56,11 @@
 //
 // # Never early, jitter, missed ticks
 //
-// Next is strictly after its argument, and a tick fires at its instant or
-// later, never before. [JitterFor] spreads a fleet's ticks over a window after
-// each tick, deterministically per (schedule id, tick). [Missed] and [Latest]
-// list the ticks of a past range, for the catch-up policies after an outage
-// and for backfill.
+// Next is strictly after its argument, so an armed tick is due at its
+// instant or later, never before. [JitterFor] spreads a fleet's ticks over a
+// window after each tick, deterministically per (schedule id, tick), so the
+// tick still fires at or after its instant and every server computes the
+// same delay. [Missed] and [Latest] list the ticks of a past range without
+// walking more of it than needed: for the missed-tick policies after an
+// outage and for backfill (each tick once).
 package schedule

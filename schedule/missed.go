@@ -6,10 +6,9 @@ import "time"
 // them (none when max <= 0). A result of max ticks means there may be more:
 // call again from the last one to page on.
 //
-// It serves the catch-up policies after an outage (a store down, every worker
-// stopped): "fire once for all the missed ticks" needs only [Latest], "fire
-// each" fires Missed(s, last, now, bound) and skips the rest; and backfill of a
-// past range fires each tick of Missed(s, from, to, max) once.
+// It serves the missed-tick policies after an outage (which of the ticks
+// in (last tick, now] to fire) and backfill of a past range (each tick of
+// (from, to] once).
 func Missed(s Schedule, from, to time.Time, max int) []time.Time {
 	var out []time.Time
 	for t := s.Next(from); len(out) < max && !t.IsZero() && !t.After(to); t = s.Next(t) {

@@ -30,6 +30,11 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
+// reason is an ErrInvalid error's text without the prefix.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
+}
+
 // Parse parses a canonical schedule spec, as returned by Schedule.String.
 //
 // The grammar (words are separated by spaces; keywords are lower case):
