@@ -86,42 +86,81 @@ func OnMissed(p MissedPolicy) PublishOption {
 	return func(_ *Timer, m *publishMode) { m.missed = &p }
 }
 
-// A recurring timer's spec in the store is the schedule's canonical spec,
-// then, when its policy is not the default, ";missed=each:<bound>".
-const missedSep = ";missed="
+// Jitter spreads a recurring timer's ticks over window (PublishRecurring):
+// each tick is due at its instant plus schedule.JitterFor(id, instant,
+// window), the same on every server, so a fleet's identical schedules do
+// not all fire at once. Jitter only delays: a tick is never due before its
+// instant, and the handler sees the instant (Message.Tick.At). Keep window
+// below the schedule's interval. Publish refuses it; a window that is not
+// positive is refused too.
+func Jitter(window time.Duration) PublishOption {
+	return func(_ *Timer, m *publishMode) { m.jitter = &window }
+}
 
-func encodeSpec(s schedule.Schedule, p MissedPolicy) string {
-	if !p.each {
-		return s.String()
+// A recurring timer's spec in the store is the schedule's canonical spec,
+// then its options that are not the defaults, each as ";<key>=<value>":
+// ";missed=each:<bound>", ";jitter=<Go duration>".
+const (
+	missedKey = "missed="
+	jitterKey = "jitter="
+)
+
+func encodeSpec(s schedule.Schedule, p MissedPolicy, jitter time.Duration) string {
+	out := s.String()
+	if p.each {
+		out += ";" + missedKey + p.String()
 	}
-	return s.String() + missedSep + p.String()
+	if jitter > 0 {
+		out += ";" + jitterKey + jitter.String()
+	}
+	return out
 }
 
 // recurringSpec is a parsed stored spec.
 type recurringSpec struct {
 	sched  schedule.Schedule
 	missed MissedPolicy
+	jitter time.Duration
 	canon  string // the schedule's part
 }
 
 func parseSpec(spec string) (*recurringSpec, error) {
-	canon, pol, hasPol := strings.Cut(spec, missedSep)
-	s, err := schedule.Parse(canon)
+	parts := strings.Split(spec, ";")
+	s, err := schedule.Parse(parts[0])
 	if err != nil {
 		return nil, err
 	}
-	r := &recurringSpec{sched: s, canon: canon}
-	if hasPol {
-		b, ok := strings.CutPrefix(pol, "each:")
-		n, err := strconv.Atoi(b)
-		if !ok || err != nil || n < 1 {
-			return nil, invalidf("recurring spec %q: unknown missed-ticks policy %q", spec, pol)
+	r := &recurringSpec{sched: s, canon: parts[0]}
+	for _, o := range parts[1:] {
+		switch {
+		case strings.HasPrefix(o, missedKey):
+			b, ok := strings.CutPrefix(o[len(missedKey):], "each:")
+			n, err := strconv.Atoi(b)
+			if !ok || err != nil || n < 1 {
+				return nil, invalidf("recurring spec %q: unknown missed-ticks policy %q", spec, o)
+			}
+			r.missed = FireEach(n)
+		case strings.HasPrefix(o, jitterKey):
+			d, err := time.ParseDuration(o[len(jitterKey):])
+			if err != nil || d <= 0 {
+				return nil, invalidf("recurring spec %q: bad jitter %q", spec, o)
+			}
+			r.jitter = d
+		default:
+			return nil, invalidf("recurring spec %q: unknown option %q", spec, o)
 		}
-		r.missed = FireEach(n)
-	} else if pol != "" {
-		return nil, invalidf("recurring spec %q: unknown missed-ticks policy %q", spec, pol)
 	}
 	return r, nil
+}
+
+// tick is the tick numbered n at instant at of the timer id: due at the
+// instant plus its jitter.
+func (r *recurringSpec) tick(id string, at time.Time, n int64) ontimedriver.Tick {
+	t := ontimedriver.Tick{Due: at, N: n}
+	if r.jitter > 0 {
+		t.Due, t.At = at.Add(schedule.JitterFor(id, at, r.jitter)), at
+	}
+	return t
 }
 
 // specCache keeps parsed specs: a worker parses a schedule once, not per
@@ -153,13 +192,22 @@ const maxCatchUpWalk = 100_000
 // after now), FireEach(b) fires the last b-1 of them, oldest first, one
 // after the other, and skips the older ones. ok is false when the schedule
 // has no tick left (it ends).
-func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimedriver.Tick, bool) {
-	first := r.sched.Next(cur)
-	if first.IsZero() {
+func (r *recurringSpec) nextTick(id string, cur time.Time, n int64, now time.Time) (ontimedriver.Tick, bool) {
+	at, ok := r.nextInstant(cur, now)
+	if !ok {
 		return ontimedriver.Tick{}, false
 	}
+	return r.tick(id, at, n+1), true
+}
+
+// nextInstant is nextTick's instant.
+func (r *recurringSpec) nextInstant(cur time.Time, now time.Time) (time.Time, bool) {
+	first := r.sched.Next(cur)
+	if first.IsZero() {
+		return time.Time{}, false
+	}
 	if first.After(now) {
-		return ontimedriver.Tick{Due: first, N: n + 1}, true
+		return first, true
 	}
 	keep := 0
 	if r.missed.each {
@@ -167,17 +215,14 @@ func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimed
 	}
 	if keep == 0 {
 		next := r.sched.Next(now)
-		if next.IsZero() {
-			return ontimedriver.Tick{}, false
-		}
-		return ontimedriver.Tick{Due: next, N: n + 1}, true
+		return next, !next.IsZero()
 	}
 	// the oldest of the last keep ticks in (cur, now]
 	ring := make([]time.Time, 0, keep)
 	k, walked := 0, 0
 	for t := first; !t.IsZero() && !t.After(now); t = r.sched.Next(t) {
 		if walked++; walked > maxCatchUpWalk {
-			return ontimedriver.Tick{Due: r.lastFew(keep, now), N: n + 1}, true
+			return r.lastFew(keep, now), true
 		}
 		if len(ring) < keep {
 			ring = append(ring, t)
@@ -187,9 +232,9 @@ func (r *recurringSpec) nextTick(cur time.Time, n int64, now time.Time) (ontimed
 		}
 	}
 	if len(ring) < keep {
-		return ontimedriver.Tick{Due: ring[0], N: n + 1}, true
+		return ring[0], true
 	}
-	return ontimedriver.Tick{Due: ring[k], N: n + 1}, true
+	return ring[k], true
 }
 
 // lastFew finds the oldest of the last keep ticks at or before now,
@@ -250,6 +295,12 @@ func (c *Client) PublishRecurring(ctx context.Context, topic, id string, sched s
 	if m.missed != nil {
 		pol = *m.missed
 	}
+	var jitter time.Duration
+	if m.jitter != nil {
+		if jitter = *m.jitter; jitter <= 0 {
+			return time.Time{}, invalidf("PublishRecurring: jitter %v is not positive", jitter)
+		}
+	}
 	full, err := c.fullTopic(topic)
 	if err != nil {
 		return time.Time{}, err
@@ -266,11 +317,19 @@ func (c *Client) PublishRecurring(ctx context.Context, topic, id string, sched s
 	if err != nil {
 		return time.Time{}, err
 	}
-	spec := encodeSpec(sched, pol)
+	spec := encodeSpec(sched, pol, jitter)
 	if err := ontimedriver.ValidateSpec(spec); err != nil {
 		return time.Time{}, err
 	}
-	res, err := r.ScheduleRecurring(ctx, full, ontimedriver.NewRecurring{ID: id, Spec: spec, At: first, Tick: 1, Payload: nt.Payload}, scheduleMode(m.ifAbsent))
+	rs, err := cachedSpec(spec)
+	if err != nil {
+		return time.Time{}, err
+	}
+	tk := rs.tick(id, first, 1)
+	if err := ontimedriver.ValidateDue(tk.Due); err != nil {
+		return time.Time{}, err
+	}
+	res, err := r.ScheduleRecurring(ctx, full, ontimedriver.NewRecurring{ID: id, Spec: spec, At: tk.Due, TickAt: first, Tick: 1, Payload: nt.Payload}, scheduleMode(m.ifAbsent))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -313,7 +372,7 @@ func (c *Client) Resume(ctx context.Context, topic, id string) error {
 	if next.IsZero() {
 		return invalidf("Resume: schedule %q has no tick after now", rs.canon)
 	}
-	return r.ResumeRecurring(ctx, full, id, ontimedriver.Tick{Due: next, N: ti.Recurring.Tick + 1})
+	return r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
 }
 
 func (c *Client) recurringCall(topic, id string) (string, ontimedriver.Recurring, error) {
@@ -335,9 +394,10 @@ func (c *Client) recurringCall(topic, id string) (string, ontimedriver.Recurring
 // (TimerInfo.Recurring).
 type RecurringInfo struct {
 	// Schedule is the schedule's canonical spec (schedule.Parse reads
-	// it), and Missed its missed-ticks policy.
+	// it), Missed its missed-ticks policy and Jitter its jitter window.
 	Schedule string
 	Missed   MissedPolicy
+	Jitter   time.Duration
 	// Tick is the next tick to fire (or the one firing): its number and
 	// scheduled instant.
 	Tick Tick
@@ -355,7 +415,7 @@ func recurringInfo(ri *ontimedriver.RecurringInfo) *RecurringInfo {
 	}
 	out := &RecurringInfo{Schedule: ri.Spec, Paused: ri.Paused, LastTick: ri.LastTick, LastOutcome: ri.LastOutcome}
 	if rs, err := cachedSpec(ri.Spec); err == nil {
-		out.Schedule, out.Missed = rs.canon, rs.missed
+		out.Schedule, out.Missed, out.Jitter = rs.canon, rs.missed, rs.jitter
 	}
 	out.Tick = Tick{N: ri.Tick, At: ri.TickAt, Schedule: out.Schedule}
 	return out
@@ -366,7 +426,7 @@ func tickOf(t *ontimedriver.ClaimedTimer) Tick {
 	if t.Schedule == "" {
 		return Tick{}
 	}
-	canon, _, _ := strings.Cut(t.Schedule, missedSep)
+	canon, _, _ := strings.Cut(t.Schedule, ";")
 	at := t.TickAt
 	if at.IsZero() {
 		at = t.Due
@@ -391,7 +451,7 @@ func (e *executor) withNextTick(d *delivery, s *ontimedriver.Settlement) {
 	if cur.IsZero() {
 		cur = d.t.Due
 	}
-	next, ok := rs.nextTick(cur, d.t.Tick, time.Now())
+	next, ok := rs.nextTick(d.t.ID, cur, d.t.Tick, time.Now())
 	if !ok {
 		e.log.Info("ontime: recurring timer's schedule has no more ticks; it ends", "topic", e.topic, "id", d.t.ID, "spec", rs.canon)
 		return

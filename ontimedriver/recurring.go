@@ -86,19 +86,34 @@ type NewRecurring struct {
 	ID string
 	// Spec is the schedule as the library writes it (opaque to the
 	// store, at most MaxSpecLen bytes, valid UTF-8).
-	Spec    string
-	At      time.Time
-	Tick    int64
+	Spec string
+	At   time.Time
+	Tick int64
+	// TickAt is the first tick's scheduled instant when At is later
+	// (jitter); zero means At.
+	TickAt  time.Time
 	Payload []byte
 }
 
 // MaxSpecLen is the longest schedule spec a store accepts.
 const MaxSpecLen = 1024
 
-// Tick is a tick of a recurring timer: its due time and its number.
+// Tick is a tick of a recurring timer: its due time and its number, and
+// its scheduled instant At when Due is later (jitter); a zero At means
+// Due.
 type Tick struct {
 	Due time.Time
 	N   int64
+	At  time.Time
+}
+
+// Instant returns the tick's scheduled instant: At, or Due when At is
+// zero.
+func (t Tick) Instant() time.Time {
+	if t.At.IsZero() {
+		return t.Due
+	}
+	return t.At
 }
 
 // RecurringInfo is the schedule entry of a recurring timer, as Get and

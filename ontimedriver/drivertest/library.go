@@ -96,6 +96,7 @@ func libraryCases() []libCase {
 		{"RecurringPauseResume", libRecurringPauseResume},
 		{"RecurringMissedOnce", libRecurringMissedOnce},
 		{"RecurringMissedEach", libRecurringMissedEach},
+		{"RecurringJitter", libRecurringJitter},
 	}
 }
 

@@ -343,3 +343,35 @@ func recurringMissed(l *lib, p ontime.MissedPolicy, maxLate int) {
 	}
 	l.t.Logf("%s: %d ticks of the 2 s outage fired after it", p, late)
 }
+
+// libRecurringJitter: with a jitter window every tick is due at its
+// instant plus schedule.JitterFor (never before the instant, within the
+// window); the handler sees the instant.
+func libRecurringJitter(l *lib) {
+	c := l.client(nil)
+	if !l.recurringOK(c) {
+		return
+	}
+	const window = 150 * time.Millisecond
+	col := collect[string](l, nil)
+	l.start(c, nil, func(w *ontime.Worker) error {
+		return ontime.Handle(w, "recjitter", col.handle, nil)
+	})
+	l.publishRecurring(c, "recjitter", "tenant-1", schedule.Every(200*time.Millisecond), "x", ontime.Jitter(window), ontime.OnMissed(ontime.FireEach(100)))
+	col.waitOf("tenant-1", 5, 30*time.Second, "five ticks")
+	for _, s := range checkTicks(l, "jitter", col.of("tenant-1")) {
+		tk := s.Msg.Tick
+		want := tk.At.Add(schedule.JitterFor("tenant-1", tk.At, window))
+		// the store keeps due times rounded up to its precision
+		if s.Msg.Due.Before(want) || s.Msg.Due.After(want.Add(time.Millisecond)) {
+			l.t.Errorf("tick %d at %s: due %s, want %s (instant + JitterFor)", tk.N, ts(tk.At), ts(s.Msg.Due), ts(want))
+		}
+		if s.StoreNow.Before(s.Msg.Due) {
+			l.t.Errorf("tick %d fired at %s, before its jittered due time %s", tk.N, ts(s.StoreNow), ts(s.Msg.Due))
+		}
+	}
+	ti, err := c.Get(l.ctx, "recjitter", "tenant-1")
+	if err != nil || ti.Recurring == nil || ti.Recurring.Jitter != window {
+		l.t.Errorf("Get: %+v, %v; want Jitter %v", ti, err, window)
+	}
+}

@@ -26,6 +26,7 @@ func recurringCases() []testCase {
 		{"PlainOverRecurring", testRecurringPlainOver},
 		{"ListShowsSchedule", testRecurringList},
 		{"NextOnPlainTimerIsAck", testRecurringNextOnPlain},
+		{"TickInstantBeforeDue", testRecurringTickInstant},
 	}
 }
 
@@ -401,4 +402,37 @@ func testRecurringNextOnPlain(e *env) {
 	e.wantErr("dead with next of a plain timer", e.settle1("rec.np", op), nil)
 	e.wantGone("rec.np", "p")
 	e.wantIDs("dead letters", deadIDs(e.listDeadAll("rec.np", ontimedriver.ListOptions{})), []string{"p"})
+}
+
+// testRecurringTickInstant: a tick due after its scheduled instant
+// (jitter) keeps the instant apart from its due time, through publish,
+// settle and resume.
+func testRecurringTickInstant(e *env) {
+	r := e.recurring()
+	if r == nil {
+		return
+	}
+	now := e.now()
+	at := now.Add(-time.Second)
+	res, err := r.ScheduleRecurring(e.ctx, "rec.at", ontimedriver.NewRecurring{ID: "r", Spec: specA, At: now, TickAt: at, Tick: 1, Payload: []byte("x")}, ontimedriver.Upsert)
+	if err != nil || res.Err != nil {
+		e.t.Fatalf("ScheduleRecurring: %v %v", err, res.Err)
+	}
+	c := e.claimOne(e.d, "rec.at", "r", longLease)
+	if c.TickAt.Before(at) || c.TickAt.After(at.Add(time.Millisecond)) || c.Due.Before(now) {
+		e.t.Errorf("claimed: TickAt %s Due %s, want %s and %s", ts(c.TickAt), ts(c.Due), ts(at), ts(now))
+	}
+	inst, due := now.Add(time.Hour), now.Add(time.Hour+time.Minute)
+	op := ackOp(c)
+	op.Next = &ontimedriver.Tick{Due: due, N: 2, At: inst}
+	e.wantErr("ack", e.settle1("rec.at", op), nil)
+	ti := e.get("rec.at", "r")
+	e.wantRecurring("Get", ti, ontimedriver.RecurringInfo{Spec: specA, Tick: 2, TickAt: inst, LastTick: 1, LastOutcome: "ack"})
+	if ti.Due.Before(due) || ti.Due.After(due.Add(time.Millisecond)) {
+		e.t.Errorf("Get: Due %s, want %s", ts(ti.Due), ts(due))
+	}
+	e.wantErr("pause", r.PauseRecurring(e.ctx, "rec.at", "r"), nil)
+	inst2 := now.Add(2 * time.Hour)
+	e.wantErr("resume", r.ResumeRecurring(e.ctx, "rec.at", "r", ontimedriver.Tick{Due: inst2.Add(time.Minute), N: 3, At: inst2}), nil)
+	e.wantRecurring("Get after resume", e.get("rec.at", "r"), ontimedriver.RecurringInfo{Spec: specA, Tick: 3, TickAt: inst2, LastTick: 1, LastOutcome: "ack"})
 }

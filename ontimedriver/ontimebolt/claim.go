@@ -165,6 +165,9 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 			if err := ontimedriver.ValidateDue(op.Next.Due); err != nil {
 				return nil, fmt.Errorf("settlement of %q: next tick: %w", op.ID, err)
 			}
+			if err := ontimedriver.ValidateDue(op.Next.Instant()); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick's instant: %w", op.ID, err)
+			}
 		}
 	}
 	var (

@@ -144,6 +144,11 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 	if err := ontimedriver.ValidateDue(t.At); err != nil {
 		return ontimedriver.ScheduleResult{}, fmt.Errorf("recurring timer %q: %w", t.ID, err)
 	}
+	if !t.TickAt.IsZero() {
+		if err := ontimedriver.ValidateDue(t.TickAt); err != nil {
+			return ontimedriver.ScheduleResult{}, fmt.Errorf("recurring timer %q: tick instant: %w", t.ID, err)
+		}
+	}
 	if t.Tick < 1 {
 		return ontimedriver.ScheduleResult{}, fmt.Errorf("%w: recurring timer %q: tick %d is not positive", ontimedriver.ErrInvalid, t.ID, t.Tick)
 	}
@@ -165,6 +170,9 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 			return nil
 		}
 		e := schedEntry{tick: t.Tick, tickAt: due, spec: t.Spec}
+		if !t.TickAt.IsZero() {
+			e.tickAt = ceilMicros(t.TickAt)
+		}
 		if prev, ok, perr := tb.getSched(t.ID); ok && perr == nil {
 			e.lastTick, e.lastOutcome = prev.lastTick, prev.lastOutcome
 		}
@@ -210,6 +218,9 @@ func (d *Driver) ResumeRecurring(ctx context.Context, topic, id string, next ont
 	if err := ontimedriver.ValidateDue(next.Due); err != nil {
 		return fmt.Errorf("recurring timer %q: next tick: %w", id, err)
 	}
+	if err := ontimedriver.ValidateDue(next.Instant()); err != nil {
+		return fmt.Errorf("recurring timer %q: next tick's instant: %w", id, err)
+	}
 	return d.pauseResume(ctx, topic, id, false, next)
 }
 
@@ -249,7 +260,7 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id string, pause bool, 
 				e.heldDue, rec.due = rec.due, pausedMicros
 			} else {
 				e.tick, e.heldDue = next.N, 0
-				e.tickAt = ceilMicros(next.Due)
+				e.tickAt = ceilMicros(next.Instant())
 				rec.due, rec.attempt, rec.lastError = ceilMicros(next.Due), 0, ""
 			}
 			if err := tb.putTimer(id, &rec); err != nil {
@@ -305,7 +316,7 @@ func (tb *topicBuckets) armNext(op ontimedriver.Settlement, rec *record, nowUs i
 		return false, err
 	}
 	due := ceilMicros(op.Next.Due)
-	e.lastTick, e.lastOutcome, e.tick, e.tickAt = e.tick, outcome, op.Next.N, due
+	e.lastTick, e.lastOutcome, e.tick, e.tickAt = e.tick, outcome, op.Next.N, ceilMicros(op.Next.Instant())
 	rec.token, rec.leaseUntil, rec.attempt, rec.lastError, rec.due = 0, 0, 0, "", due
 	if e.paused {
 		e.heldDue, rec.due = due, pausedMicros

@@ -236,6 +236,9 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 			if err := ontimedriver.ValidateDue(op.Next.Due); err != nil {
 				return nil, fmt.Errorf("settlement of %q: next tick: %w", op.ID, err)
 			}
+			if err := ontimedriver.ValidateDue(op.Next.Instant()); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick's instant: %w", op.ID, err)
+			}
 		}
 		// kind, id, token + ","; an ack needs nothing more.
 		kind := kindArg[op.Kind]
@@ -255,7 +258,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		}
 		args = append(args, delaySpec(op.Delay), op.Reason, errText)
 		if next {
-			args = append(args, strconv.FormatInt(ceilMs(op.Next.Due), 10), strconv.FormatInt(op.Next.N, 10))
+			args = append(args, strconv.FormatInt(ceilMs(op.Next.Due), 10), strconv.FormatInt(op.Next.N, 10), strconv.FormatInt(ceilMs(op.Next.Instant()), 10))
 		}
 	}
 	s, ks := sSettle, d.withIndex([]string{k.due, k.msg, k.lease, k.dead, k.dmsg, k.sched})

@@ -47,8 +47,12 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 		m = "1"
 	}
 	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease, k.sched}))
+	tickAt := t.TickAt
+	if tickAt.IsZero() {
+		tickAt = t.At
+	}
 	res, err := d.eval(ctx, sRecur, ks, m, k.wake, topic, t.ID, strconv.FormatInt(ceilMs(t.At), 10),
-		strconv.FormatInt(t.Tick, 10), t.Spec, t.Payload)
+		strconv.FormatInt(t.Tick, 10), t.Spec, t.Payload, strconv.FormatInt(ceilMs(tickAt), 10))
 	if err != nil {
 		return ontimedriver.ScheduleResult{}, err
 	}
@@ -72,6 +76,11 @@ func checkRecurring(t ontimedriver.NewRecurring) error {
 	if err := ontimedriver.ValidateDue(t.At); err != nil {
 		return fmt.Errorf("recurring timer %q: %w", t.ID, err)
 	}
+	if !t.TickAt.IsZero() {
+		if err := ontimedriver.ValidateDue(t.TickAt); err != nil {
+			return fmt.Errorf("recurring timer %q: tick instant: %w", t.ID, err)
+		}
+	}
 	if t.Tick < 1 {
 		return fmt.Errorf("%w: recurring timer %q: tick %d is not positive", ontimedriver.ErrInvalid, t.ID, t.Tick)
 	}
@@ -89,6 +98,9 @@ func (d *Driver) ResumeRecurring(ctx context.Context, topic, id string, next ont
 	if err := ontimedriver.ValidateDue(next.Due); err != nil {
 		return fmt.Errorf("recurring timer %q: next tick: %w", id, err)
 	}
+	if err := ontimedriver.ValidateDue(next.Instant()); err != nil {
+		return fmt.Errorf("recurring timer %q: next tick's instant: %w", id, err)
+	}
 	return d.pauseResume(ctx, topic, id, "0", next)
 }
 
@@ -99,7 +111,7 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id, pause string, next 
 	k := d.keys(topic)
 	args := []any{pause, k.wake, topic, id}
 	if pause == "0" {
-		args = append(args, strconv.FormatInt(ceilMs(next.Due), 10), strconv.FormatInt(next.N, 10))
+		args = append(args, strconv.FormatInt(ceilMs(next.Due), 10), strconv.FormatInt(next.N, 10), strconv.FormatInt(ceilMs(next.Instant()), 10))
 	}
 	res, err := d.eval(ctx, sRecurPause, d.withIndex([]string{k.due, k.msg, k.lease, k.sched}), args...)
 	if err != nil {

@@ -5,7 +5,7 @@
 -- only; absent on a Redis Cluster)
 -- ARGV[1] mode: "0" upsert, "1" if absent, ARGV[2] wake channel, ARGV[3]
 -- topic, ARGV[4] id, ARGV[5] due ms, ARGV[6] tick number, ARGV[7] spec,
--- ARGV[8] envelope
+-- ARGV[8] envelope, ARGV[9] the tick's scheduled instant ms
 -- Returns {due ms, or -1 when the id exists (if absent); the clock (us);
 -- the index hint ("" when nothing was written)}.
 -- An upsert drops any lease of the id (its token stops working) and
@@ -28,7 +28,7 @@ end
 redis.call('HSET', KEYS[2], id, record(0, due, '', ARGV[8]))
 redis.call('ZADD', KEYS[1], ARGV[5], id)
 redis.call('HDEL', KEYS[3], id)
-redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[5] .. ',0,' .. last .. ',' .. ARGV[7])
+redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[9] .. ',0,' .. last .. ',' .. ARGV[7])
 if KEYS[6] then
   redis.call('SADD', KEYS[6], ARGV[3])
 end

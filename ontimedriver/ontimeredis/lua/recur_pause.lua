@@ -4,7 +4,7 @@
 -- Cluster)
 -- ARGV[1] "1" pause, "0" resume, ARGV[2] wake channel, ARGV[3] topic,
 -- ARGV[4] id; to resume, ARGV[5] the next tick's due ms, ARGV[6] its
--- number
+-- number, ARGV[7] its scheduled instant ms
 -- Returns {0 when there is no recurring timer with the id, 1 when done; the
 -- clock (us); the index hint ("" when the topic's head did not move
 -- earlier)}.
@@ -44,7 +44,7 @@ if not r then
 end
 local due = tonumber(ARGV[5])
 local old = head(KEYS[1])
-redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[5] .. ',0,' .. rest)
+redis.call('HSET', KEYS[4], id, ARGV[6] .. ',' .. ARGV[7] .. ',0,' .. rest)
 redis.call('HSET', KEYS[2], id, record(0, due, '', r.payload))
 redis.call('ZADD', KEYS[1], ARGV[5], id)
 local low = due

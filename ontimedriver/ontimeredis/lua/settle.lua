@@ -6,8 +6,8 @@
 -- then per outcome: kind (0 ack, 1 retry, 2 snooze, 3 dead, 4 ack and arm
 -- the next tick, 5 dead and arm the next tick), id, token followed by ",",
 -- and for every kind but ack three more values: delay as "<ms>:<us>" (see
--- due_after), reason, error text; kinds 4 and 5 two more: the next tick's
--- due ms and number.
+-- due_after), reason, error text; kinds 4 and 5 three more: the next
+-- tick's due ms, number and scheduled instant ms.
 -- A recurring timer (an entry in the schedule hash: "<tick>,<tick ms>,
 -- <paused 0|1>,<last tick>,<last outcome>,<spec>") settled with kind 4 or 5 is not
 -- deleted: its record is rewritten for the next tick (attempt 0), its
@@ -38,7 +38,7 @@ while i <= nargs do
   if kd == '0' then
     i = i + 3
   elseif kd == '4' or kd == '5' then
-    i = i + 8
+    i = i + 9
   else
     i = i + 6
   end
@@ -135,7 +135,7 @@ for j = 1, n do
         zadd[nh + 2] = id
         nh = nh + 2
         shset[nsh + 1] = id
-        shset[nsh + 2] = argv[p + 7] .. ',' .. argv[p + 6] .. ',' .. (paused or '0') .. ',' .. (tick or '0') .. ',' .. outcome .. ',' .. (spec or '')
+        shset[nsh + 2] = argv[p + 7] .. ',' .. argv[p + 8] .. ',' .. (paused or '0') .. ',' .. (tick or '0') .. ',' .. outcome .. ',' .. (spec or '')
         nsh = nsh + 2
         if score ~= PAUSED and (not earliest or score < earliest) then
           earliest = score
