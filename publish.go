@@ -40,6 +40,8 @@ type publishMode struct {
 	ifAbsent bool
 	delaySet bool
 	idSet    bool
+	missed   *MissedPolicy  // OnMissed (PublishRecurring only)
+	jitter   *time.Duration // Jitter (PublishRecurring only)
 }
 
 // In makes the timer due d from now, on the store's clock. A negative d is
@@ -124,6 +126,9 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 	}
 	if m.idSet && t.ID == "" {
 		return "", invalidf("WithID: the id is empty; leave WithID out for a random UUID")
+	}
+	if m.missed != nil || m.jitter != nil {
+		return "", invalidf("OnMissed and Jitter apply to PublishRecurring, not Publish")
 	}
 	full, err := c.fullTopic(topic)
 	if err != nil {

@@ -167,7 +167,7 @@ func (d *Driver) Close() error {
 
 // keys of one topic.
 type keys struct {
-	due, msg, lease, seq, dead, dmsg, wake string
+	due, msg, lease, seq, dead, dmsg, wake, sched string
 }
 
 func (d *Driver) keys(topic string) keys {
@@ -190,6 +190,7 @@ func (d *Driver) keys(topic string) keys {
 		dead:  b + "dead",
 		dmsg:  b + "dmsg",
 		wake:  b + "wake",
+		sched: b + "sched",
 	}
 }
 

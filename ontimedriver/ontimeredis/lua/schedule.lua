@@ -1,7 +1,8 @@
 -- schedule.lua: write a batch of timers.
--- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] the
--- topic index and KEYS[5] the topic registry (one Redis only; absent on a
--- Redis Cluster, where the driver adds the topic to the registry after)
+-- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] schedule
+-- hash (recurring timers), KEYS[5] the topic index and KEYS[6] the topic
+-- registry (one Redis only; absent on a Redis Cluster, where the driver
+-- adds the topic to the registry after)
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
 -- ARGV[3] topic
@@ -83,11 +84,15 @@ if m > 0 then
   if redis.call('EXISTS', KEYS[3]) == 1 then
     batched('HDEL', KEYS[3], ids)
   end
+  -- a plain timer over a recurring one's id ends its schedule
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    batched('HDEL', KEYS[4], ids)
+  end
   -- in the registry for as long as the topic has keys: Topics prunes an
   -- empty topic atomically (prune.lua), so this write and that prune
   -- cannot cross
-  if KEYS[5] then
-    redis.call('SADD', KEYS[5], ARGV[3])
+  if KEYS[6] then
+    redis.call('SADD', KEYS[6], ARGV[3])
   end
 end
 local low = ''
@@ -98,7 +103,7 @@ if m > 0 then
   if old and old < low then
     low = old
   end
-  idx_lower(KEYS[4], ARGV[3], low)
+  idx_lower(KEYS[5], ARGV[3], low)
   low = fmt(low)
 end
 if earliest and (not old or earliest < old) then
