@@ -189,6 +189,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/v1/topics/{topic}/timers/{id}", RoleRead, s.getTimer},
 		{"DELETE", "/v1/topics/{topic}/timers/{id}", RoleWrite, s.deleteTimer},
 		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
+		{"POST", "/v1/topics/{topic}/schedules", RoleWrite, s.createSchedule},
 		{"GET", "/v1/topics/{topic}/timeline", RoleRead, s.timeline},
 		{"GET", "/v1/topics", RoleRead, s.listTopics},
 		{"GET", "/v1/topics/{topic}", RoleRead, s.getTopic},

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/wire"
+)
+
+// createSchedule publishes a recurring timer (docs/recurring.md): upsert
+// by id, or 409 exists with if_absent. The store must keep recurring
+// timers: the faststream-compatible Redis layout answers 501.
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var in wire.ScheduleIn
+	if e := decodeJSON(w, r, s.singleLimit(), &in); e != nil {
+		writeError(w, e)
+		return
+	}
+	if in.ID == "" {
+		writeError(w, errorf(http.StatusBadRequest, "invalid_id", "id is required: it names the recurring timer (publishing it again replaces it)"))
+		return
+	}
+	if e := checkID(in.ID); e != nil {
+		writeError(w, e)
+		return
+	}
+	sched, err := wire.ScheduleOf(&in)
+	if err != nil {
+		writeError(w, errorf(http.StatusBadRequest, "invalid_schedule", "%s", err.Error()))
+		return
+	}
+	missed, err := wire.MissedOf(in.Missed)
+	if err != nil {
+		writeError(w, errorf(http.StatusBadRequest, "invalid_schedule", "%s", err.Error()))
+		return
+	}
+	opts := []ontime.PublishOption{ontime.OnMissed(missed)}
+	if in.Jitter != nil {
+		d, err := wire.JitterOf(*in.Jitter)
+		if err != nil {
+			writeError(w, errorf(http.StatusBadRequest, "invalid_schedule", "%s", err.Error()))
+			return
+		}
+		opts = append(opts, ontime.Jitter(d))
+	}
+	// The body, headers and correlation id follow a timer's rules.
+	zero := "0s"
+	p, e := s.parseTimer(&wire.TimerIn{Body: in.Body, BodyBase64: in.BodyBase64, Headers: in.Headers, CorrelationID: in.CorrelationID, Delay: &zero})
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if len(p.timer.Headers) > 0 {
+		opts = append(opts, ontime.WithHeaders(p.timer.Headers))
+	}
+	if p.timer.CorrelationID != "" {
+		opts = append(opts, ontime.WithCorrelationID(p.timer.CorrelationID))
+	}
+	if in.IfAbsent {
+		opts = append(opts, ontime.IfAbsent())
+	}
+	due, err := s.o.Client.PublishRecurring(r.Context(), topic, in.ID, sched, p.timer.Body, opts...)
+	if err != nil {
+		writeError(w, s.scheduleError(w, r, err))
+		return
+	}
+	if s.o.Dispatcher != nil {
+		s.o.Dispatcher.Ensure(topic)
+	}
+	w.Header().Set("Location", timerURL(topic, in.ID))
+	out := wire.ScheduleCreated{ID: in.ID, Topic: topic, Schedule: sched.String(), Missed: missed.String(), DueAt: due.UTC()}
+	if in.Jitter != nil {
+		d, _ := wire.JitterOf(*in.Jitter)
+		out.Jitter = d.String()
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// scheduleError is storeError, and 501 for a store that keeps no
+// recurring timers.
+func (s *Server) scheduleError(w http.ResponseWriter, r *http.Request, err error) *apiError {
+	if errors.Is(err, ontime.ErrUnsupported) {
+		return errorf(http.StatusNotImplemented, "recurring_unsupported", "this server's store keeps no recurring timers (the faststream-compatible Redis layout: the Python library would not arm the next tick); use the native layout or the embedded store")
+	}
+	return s.storeError(w, r, err)
+}
