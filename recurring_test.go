@@ -99,3 +99,22 @@ func TestJitterTicks(t *testing.T) {
 		t.Errorf("20 ticks took %d distinct jitters; want them spread", len(spread))
 	}
 }
+
+// FuzzParseSpec: a stored recurring spec parses or is refused with
+// ErrInvalid, never a panic; what parses encodes back to a spec that
+// parses to the same.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"every 5m", "every 5m;missed=each:3", "cron 0 9 * * MON-FRI Europe/Berlin;jitter=30s", "every 1h;missed=each:2;jitter=1m", "every 5m;", ";;"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		rs, err := parseSpec(spec)
+		if err != nil {
+			return
+		}
+		again, err := parseSpec(encodeSpec(rs.sched, rs.missed, rs.jitter))
+		if err != nil || again.canon != rs.sched.String() || again.missed != rs.missed || again.jitter != rs.jitter {
+			t.Fatalf("%q: re-encoded spec %+v, %v", spec, again, err)
+		}
+	})
+}

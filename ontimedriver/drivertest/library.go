@@ -97,6 +97,7 @@ func libraryCases() []libCase {
 		{"RecurringMissedOnce", libRecurringMissedOnce},
 		{"RecurringMissedEach", libRecurringMissedEach},
 		{"RecurringJitter", libRecurringJitter},
+		{"RecurringNoOverlap", libRecurringNoOverlap},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ontime-go/ontime"
@@ -373,5 +374,66 @@ func libRecurringJitter(l *lib) {
 	ti, err := c.Get(l.ctx, "recjitter", "tenant-1")
 	if err != nil || ti.Recurring == nil || ti.Recurring.Jitter != window {
 		l.t.Errorf("Get: %+v, %v; want Jitter %v", ti, err, window)
+	}
+}
+
+// libRecurringNoOverlap: a tick that runs past the next tick's instant
+// does not start a second, concurrent run of the schedule, on any of three
+// workers: the next tick is armed when it settles, and with FireOnce the
+// ticks that fell due during the run are skipped (the next tick is after
+// the run).
+func libRecurringNoOverlap(l *lib) {
+	c := l.client(nil)
+	if !l.recurringOK(c) {
+		return
+	}
+	const interval = 200 * time.Millisecond
+	var running, most atomic.Int32
+	col := collect(l, func(ctx context.Context, m *ontime.Message[string], nth int) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			old := most.Load()
+			if n <= old || most.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		if m.Tick.N <= 2 {
+			// runs past two ticks' instants (work, not a wait of the test)
+			time.Sleep(2*interval + interval/2)
+		}
+		return nil
+	})
+	col.readEnd = true
+	clients := []*ontime.Client{c}
+	for range 2 {
+		d := l.d
+		if l.h.NewPeer != nil {
+			d = l.h.NewPeer(l.t, l.d)
+		}
+		clients = append(clients, l.clientOn(d, nil))
+	}
+	for _, wc := range clients {
+		l.start(wc, nil, func(w *ontime.Worker) error {
+			return ontime.Handle(w, "recoverlap", col.handle, nil)
+		})
+	}
+	l.publishRecurring(c, "recoverlap", "r", schedule.Every(interval), "x")
+	col.waitOf("r", 4, 30*time.Second, "four ticks")
+	if err := c.Cancel(l.ctx, "recoverlap", "r"); err != nil {
+		l.t.Fatalf("Cancel: %v", err)
+	}
+	if m := most.Load(); m != 1 {
+		l.t.Errorf("%d ticks of one schedule ran at once, want 1", m)
+	}
+	got := checkTicks(l, "no overlap", col.of("r"))
+	for i := 1; i < len(got) && i <= 2; i++ {
+		prev, cur := got[i-1], got[i]
+		if cur.Msg.Tick.At.Before(prev.End.Add(-time.Millisecond)) {
+			l.t.Errorf("tick %d at %s: before the slow tick %d ended at %s (FireOnce skips the ticks of a long run)", cur.Msg.Tick.N, ts(cur.Msg.Tick.At), prev.Msg.Tick.N, ts(prev.End))
+		}
+		if cur.StoreNow.Before(prev.End) {
+			l.t.Errorf("tick %d began at %s, before tick %d ended at %s", cur.Msg.Tick.N, ts(cur.StoreNow), prev.Msg.Tick.N, ts(prev.End))
+		}
 	}
 }
