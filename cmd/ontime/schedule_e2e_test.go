@@ -47,6 +47,19 @@ func TestScheduleCLI(t *testing.T) {
 	if out := mustCLI(t, s, nil, "get", "reports", "weekday"); !strings.Contains(out, "schedule:") || !strings.Contains(out, "each:3") || !strings.Contains(out, "tick:") {
 		t.Fatalf("get:\n%s", out)
 	}
+	// Pause and resume.
+	if out := mustCLI(t, s, nil, "pause", "reports", "weekday"); out != "paused weekday\n" {
+		t.Fatalf("pause printed %q", out)
+	}
+	if out := mustCLI(t, s, nil, "ls", "reports"); !strings.Contains(out, "#1 (paused)") {
+		t.Fatalf("ls after pause:\n%s", out)
+	}
+	if out := mustCLI(t, s, nil, "resume", "reports", "weekday"); !strings.HasPrefix(out, "resumed weekday (next tick ") {
+		t.Fatalf("resume printed %q", out)
+	}
+	if _, _, code := cli(t, s, nil, "pause", "reports", "nope"); code != 3 {
+		t.Fatalf("pause of no timer: exit %d, want 3", code)
+	}
 	// A plain timer next to them has no schedule.
 	mustCLI(t, s, nil, "schedule", "reports", "once", "--id", "plain", "--in", "1h")
 	if out := mustCLI(t, s, nil, "ls", "reports"); !strings.Contains(out, "plain") {

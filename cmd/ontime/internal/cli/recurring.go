@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -71,4 +72,40 @@ func scheduleColumn(r *wire.Recurring) string {
 		s += " (paused)"
 	}
 	return s
+}
+
+// newPauseCmd is `ontime pause` (pause true) or `ontime resume`.
+func newPauseCmd(e *env, pause bool) *cobra.Command {
+	var o clientOpts
+	verb, short := "resume", "Resume a paused recurring timer: its next tick is the first after now (exit 3 if there is none)"
+	if pause {
+		verb, short = "pause", "Pause a recurring timer: no tick of it runs until resume (exit 3 if there is none)"
+	}
+	cmd := &cobra.Command{
+		Use:   verb + " TOPIC ID",
+		Short: short,
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := o.connect(e)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			var t wire.Timer
+			if err := c.do(cmd.Context(), http.MethodPost, topicPath(a[0])+"/timers/"+url.PathEscape(a[1])+"/"+verb, nil, &t); err != nil {
+				return err
+			}
+			if o.json {
+				return printJSON(e.stdout, t)
+			}
+			next := ""
+			if t.Recurring != nil && !t.Recurring.Paused {
+				next = fmt.Sprintf(" (next tick %s UTC)", humanTime(t.Recurring.TickAt))
+			}
+			fmt.Fprintf(e.stdout, "%sd %s%s\n", verb, newOutput(e, false).s(a[1]), next)
+			return nil
+		},
+	}
+	addClientFlags(cmd, &o)
+	return cmd
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -89,4 +90,45 @@ func (s *Server) scheduleError(w http.ResponseWriter, r *http.Request, err error
 		return errorf(http.StatusNotImplemented, "recurring_unsupported", "this server's store keeps no recurring timers (the faststream-compatible Redis layout: the Python library would not arm the next tick); use the native layout or the embedded store")
 	}
 	return s.storeError(w, r, err)
+}
+
+// pauseSchedule and resumeSchedule pause and resume a recurring timer and
+// answer it as it now is. A paused schedule's tick is not claimed (one
+// running finishes); resuming arms the first tick after now.
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) {
+	s.pauseOrResume(w, r, s.o.Client.Pause)
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) {
+	s.pauseOrResume(w, r, s.o.Client.Resume)
+}
+
+func (s *Server) pauseOrResume(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, topic, id string) error) {
+	topic, e := topicOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	id, e := idOf(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := op(r.Context(), topic, id); err != nil {
+		if errors.Is(err, ontime.ErrNotFound) {
+			writeError(w, errorf(http.StatusNotFound, "not_found", "no recurring timer with this id"))
+			return
+		}
+		writeError(w, s.scheduleError(w, r, err))
+		return
+	}
+	ti, err := s.o.Client.Get(r.Context(), topic, id)
+	if err != nil {
+		writeError(w, s.storeError(w, r, err))
+		return
+	}
+	if s.o.Dispatcher != nil {
+		s.o.Dispatcher.Ensure(topic)
+	}
+	writeJSON(w, http.StatusOK, timerJSON(ti, 0))
 }

@@ -80,6 +80,34 @@ func TestSchedules(t *testing.T) {
 		t.Fatalf("list: %s", r.body)
 	}
 
+	// Pause and resume.
+	r = e.do("POST", "/v1/topics/reports/timers/anchored/pause", nil)
+	e.want(r, 200, "")
+	r.json(t, &tm)
+	if tm.Recurring == nil || !tm.Recurring.Paused {
+		t.Fatalf("paused: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/reports/timers/anchored/pause", nil), 200, "") // again: nothing changes
+	r = e.do("GET", "/v1/topics/reports/timers/anchored", nil)
+	r.json(t, &tm)
+	if !tm.Recurring.Paused {
+		t.Fatalf("GET after pause: %s", r.body)
+	}
+	r = e.do("POST", "/v1/topics/reports/timers/anchored/resume", nil)
+	e.want(r, 200, "")
+	r.json(t, &tm)
+	if tm.Recurring.Paused || !tm.Recurring.TickAt.Equal(time.Date(2099, 1, 1, 5, 0, 0, 0, time.UTC)) {
+		t.Fatalf("resumed: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/reports/timers", `{"id":"one-shot","delay":"1h"}`), 201, "")
+	for _, p := range []string{"/v1/topics/reports/timers/one-shot/pause", "/v1/topics/reports/timers/nope/resume", "/v1/topics/reports/timers/nope/pause"} {
+		e.want(e.do("POST", p, nil), 404, "not_found")
+	}
+	e.want(e.do("GET", "/v1/topics/reports/timers/anchored/pause", nil), 405, "method_not_allowed")
+	e.want(e.do("GET", "/v1/topics/reports/timers/anchored/resume", nil), 405, "method_not_allowed")
+	e.want(e.do("POST", "/v1/topics/reports/timers/%2E%2E/pause", nil), 400, "invalid_id")
+	e.want(e.do("POST", "/v1/topics/a%20b/timers/x/resume", nil), 400, "invalid_topic")
+
 	// Cancelled like any timer.
 	e.want(e.do("DELETE", "/v1/topics/reports/timers/anchored", nil), 204, "")
 	e.want(e.do("GET", "/v1/topics/reports/timers/anchored", nil), 404, "not_found")
@@ -151,6 +179,8 @@ func TestScheduleCompatLayout(t *testing.T) {
 	rs := redistest.StartServer(t)
 	e := newEnv(t, envOpts{noWorkers: true, redis: rs.URL(), layout: "compat"})
 	e.want(e.do("POST", "/v1/topics/t/schedules", `{"id":"s","every":"1h"}`), 501, "recurring_unsupported")
+	e.want(e.do("POST", "/v1/topics/t/timers/s/pause", nil), 501, "recurring_unsupported")
+	e.want(e.do("POST", "/v1/topics/t/timers/s/resume", nil), 501, "recurring_unsupported")
 	e.want(e.do("GET", "/v1/topics/t/timers/s", nil), 404, "not_found")
 	if _, err := e.client.Get(t.Context(), "t", "s"); err != ontime.ErrNotFound {
 		t.Fatalf("Get after the refusal: %v", err)
