@@ -30,6 +30,7 @@ func FuzzNext(f *testing.F) {
 	f.Add("0 30 1 * * SUN", uint8(5), int64(1774000000))   // Troll
 	f.Add("0 0 29 2 *", uint8(0), int64(1709000000))       // leap day
 	f.Add("0 0 * * *", uint8(7), int64(1325116800))        // Apia, 2011-12-29: the skipped day
+	f.Add("0 9 * * MON-FRI", uint8(1), int64(2240294400))  // Berlin, 2040-12-28 08:00 UTC: a leap year's end under the extended rules
 	f.Fuzz(func(t *testing.T, expr string, zone uint8, unix int64) {
 		fields := strings.Fields(expr)
 		if len(fields) != 5 && len(fields) != 6 {
@@ -41,9 +42,10 @@ func FuzzNext(f *testing.F) {
 			return
 		}
 		c := sch.(*cronSchedule)
-		// 2000-01-01 to 2040-01-01, with a fraction of a second from the input.
-		const lo, span = 946684800, 1262304000
-		u := unix % span
+		// 2000-01-01 to 2100-01-01 (past 2037 the zones' extended rules),
+		// with a fraction of a second from the input.
+		const lo, span = 946684800, 3155760000
+		u := (unix - lo) % span // seeds are Unix seconds within the range
 		if u < 0 {
 			u += span
 		}

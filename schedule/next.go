@@ -12,8 +12,7 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 	from := wallOf(a).Truncate(time.Second)
 	// In the second pass of a repeated hour every wall time up to the end of
 	// the repeat already had its first occurrence: start after the repeat.
-	if start, _ := a.ZoneBounds(); !start.IsZero() {
-		_, off := a.Zone()
+	if start, _, off := zoneSegment(a); !start.IsZero() {
 		_, prev := start.Add(-time.Nanosecond).In(c.loc).Zone()
 		if prev > off {
 			repeatEnd := wallOf(start.In(c.loc)).Add(time.Duration(prev-off) * time.Second)
@@ -134,8 +133,7 @@ func resolve(w time.Time, loc *time.Location) time.Time {
 	hi := w.Add(zoneWindow)
 	t := w.Add(-zoneWindow).In(loc)
 	for {
-		start, end := t.ZoneBounds()
-		_, off := t.Zone()
+		start, end, off := zoneSegment(t)
 		segs = append(segs, segment{start, end, time.Duration(off) * time.Second})
 		if end.IsZero() || !end.Before(hi) {
 			break
@@ -159,4 +157,33 @@ func resolve(w time.Time, loc *time.Location) time.Time {
 	}
 	// Not reached for a consistent zone; fall back on time.Date's choice.
 	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, loc)
+}
+
+// zoneSegment returns the span [start, end) of t's zone offset in t's
+// location, as t.ZoneBounds does (zero start: since ever; zero end: for
+// ever), and the offset in seconds.
+//
+// It works around a time.ZoneBounds defect (Go 1.26): in the years a zone's
+// extended (POSIX TZ string) rules cover, past the transitions listed in the
+// tz database, the bounds of a leap year's last segment end one day early,
+// and for the instants of that last day ZoneBounds returns a span that ends
+// before them. That day then gets a span of its own, up to the next year's
+// first bound.
+func zoneSegment(t time.Time) (start, end time.Time, off int) {
+	start, end = t.ZoneBounds()
+	_, off = t.Zone()
+	if end.IsZero() || end.After(t) {
+		return start, end, off
+	}
+	start = end
+	for p := t.Add(time.Hour); ; p = p.Add(time.Hour) {
+		s, e := p.ZoneBounds()
+		if e.IsZero() || e.After(p) {
+			if s.After(start) {
+				return start, s, off
+			}
+			// Not expected; an open span keeps the offset rather than loop.
+			return start, time.Time{}, off
+		}
+	}
 }

@@ -194,3 +194,38 @@ func mustZone(t *testing.T, name string) *time.Location {
 	}
 	return loc
 }
+
+// TestNextExtendedRules walks daily ticks through the years that the zones'
+// extended rules cover (after 2037), leap years included: each day exactly
+// one tick at its wall time. It guards the time.ZoneBounds workaround
+// (zoneSegment): without it Next looped for ever on 2040-12-28 in Berlin.
+func TestNextExtendedRules(t *testing.T) {
+	t.Parallel()
+	for _, tz := range []string{"Europe/Berlin", "Australia/Lord_Howe", "America/Santiago", "America/New_York"} {
+		s := mustCron(t, "0 9 * * *", tz)
+		loc := mustZone(t, tz)
+		at := time.Date(2039, 12, 1, 0, 0, 0, 0, loc)
+		for day := 0; day < 3*366; day++ {
+			got := s.Next(at)
+			want := time.Date(at.Year(), at.Month(), at.Day(), 9, 0, 0, 0, loc)
+			if !want.After(at) {
+				want = time.Date(at.Year(), at.Month(), at.Day()+1, 9, 0, 0, 0, loc)
+			}
+			if !got.Equal(want) {
+				t.Fatalf("%s: Next(%v) = %v, want %v", s, at, got, want)
+			}
+			at = got
+		}
+	}
+	// The last day of a leap year, around the defect's bound.
+	s := mustCron(t, "*/30 * * * *", "Europe/Berlin")
+	got := Missed(s, time.Date(2040, 12, 30, 23, 0, 0, 0, time.UTC), time.Date(2041, 1, 1, 2, 0, 0, 0, time.UTC), 1000)
+	if len(got) != 54 {
+		t.Fatalf("half-hours from 2040-12-30 23:00 to 2041-01-01 02:00 UTC: %d ticks, want 54", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Sub(got[i-1]) != 30*time.Minute {
+			t.Fatalf("ticks %v then %v", got[i-1], got[i])
+		}
+	}
+}
