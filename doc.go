@@ -116,6 +116,29 @@
 // Stop on a Worker that never ran marks it stopped (Run then returns
 // [ErrStopped]); calling it again is harmless.
 //
+// # Recurring timers
+//
+// [Client.PublishRecurring] publishes a timer with a schedule (package
+// schedule: an interval, or cron with a time zone) that fires once per
+// tick across every worker of its topic, with no leader and nothing in
+// memory: a tick is claimed under a lease like any timer, and its
+// settlement and the arming of the next tick are one atomic, fenced store
+// operation, so a crash between them cannot lose or double the schedule.
+// The handler sees the tick's scheduled instant and number
+// ([Message].Tick), to be idempotent per tick. A failing tick is retried
+// by the topic's retry policy; a dead-lettered tick is copied to the dead
+// letters as id#N and the schedule goes on. Two ticks of one schedule
+// never run at once: the next tick is armed when the running one settles,
+// and ticks that fell due meanwhile, or during an outage, follow the
+// schedule's [MissedPolicy] ([FireOnce], the default, or [FireEach] with
+// a bound). [Jitter] spreads ticks over a window, never before the tick.
+// Publishing the id again replaces the schedule (or is refused with
+// [IfAbsent]); [Client.Pause], [Client.Resume] and [Client.Cancel] act on
+// it; [Client.Get] shows it ([TimerInfo].Recurring). The native Redis
+// layout and the embedded store keep recurring timers; the
+// faststream-compatible layout refuses them ([ErrUnsupported]). See
+// docs/recurring.md.
+//
 // # Retries and stores without attempt counters
 //
 // A failed handler's timer is retried after [RetryPolicy.Backoff] of its

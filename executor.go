@@ -97,7 +97,7 @@ func (e *executor) newDelivery(base context.Context, t *ontimedriver.ClaimedTime
 func (e *executor) execute(d *delivery) DeliveryResult {
 	d.info = Delivery{
 		Topic: e.topic, ID: d.t.ID, Attempt: d.t.Attempt, Due: d.t.Due,
-		FiredAt: d.firedAt, LeaseUntil: d.t.LeaseUntil,
+		FiredAt: d.firedAt, LeaseUntil: d.t.LeaseUntil, Tick: tickOf(&d.t),
 	}
 	env, err := decodePayload(e.lenient, d.t.Payload)
 	if err != nil {
@@ -200,6 +200,7 @@ func (e *executor) settle(d *delivery, s ontimedriver.Settlement, reply chan err
 // store's answer for it.
 func (e *executor) submit(d *delivery, s ontimedriver.Settlement, reply chan error) {
 	s.Lease = ontimedriver.Lease{ID: d.t.ID, Token: d.t.Token}
+	e.withNextTick(d, &s)
 	e.sink.submit(settleReq{op: s, deadline: d.deadline.Load(), reply: reply})
 }
 

@@ -173,7 +173,7 @@ func typedRaw[T any](h HandlerFunc[T]) rawHandler {
 	return func(ctx context.Context, d *delivery, env *envelope.Message) error {
 		m := &Message[T]{
 			ID: d.t.ID, Topic: d.ex.topic, Raw: env.Body, Due: d.t.Due,
-			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, d: d,
+			Attempt: d.t.Attempt, LeaseUntil: d.t.LeaseUntil, Tick: d.info.Tick, d: d,
 			CorrelationID: d.info.CorrelationID, ContentType: d.info.ContentType, Headers: d.info.Headers,
 		}
 		if err := decode(env.Body, d.info.ContentType, &m.Body); err != nil {

@@ -35,6 +35,8 @@ type Delivery struct {
 	// or content-type), such as a W3C traceparent a tracing hook injected
 	// at publish. Nil when there are none. Do not modify.
 	Headers map[string]string
+	// Tick is a recurring timer's tick (zero for a plain timer).
+	Tick Tick
 }
 
 // DeliveryResult is how a delivery ended, as DeliveryEndHook sees it.

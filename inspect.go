@@ -51,6 +51,10 @@ type TimerInfo struct {
 	// DecodeError is set when the stored envelope does not decode; Body
 	// then holds the raw stored bytes.
 	DecodeError string
+	// Recurring is a recurring timer's schedule, next tick and last
+	// outcome (nil for a plain timer). Due is then its next tick's due
+	// time.
+	Recurring *RecurringInfo
 }
 
 // info is a stored timer as Get and List show it.
@@ -60,7 +64,7 @@ func (c *Client) info(topic string, ti *ontimedriver.TimerInfo) TimerInfo {
 		ID: ti.ID, Topic: topic, Due: ti.Due, State: ti.State, LeaseUntil: ti.LeaseUntil,
 		Attempt: ti.Attempt, LastError: ti.LastError,
 		CorrelationID: m.CorrelationID, ContentType: m.ContentType, Headers: m.Headers,
-		Body: m.Body, DecodeError: m.DecodeError,
+		Body: m.Body, DecodeError: m.DecodeError, Recurring: recurringInfo(ti.Recurring),
 	}
 }
 

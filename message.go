@@ -34,6 +34,9 @@ type Message[T any] struct {
 	// LeaseUntil is the lease deadline at claim time (the heartbeat extends
 	// it while the handler runs).
 	LeaseUntil time.Time
+	// Tick is a recurring timer's tick: its number and scheduled instant
+	// (see PublishRecurring). The zero Tick for a plain timer.
+	Tick Tick
 
 	d *delivery
 }

@@ -43,6 +43,8 @@ type publishMode struct {
 	ifAbsent bool
 	delaySet bool
 	idSet    bool
+	missed   *MissedPolicy  // OnMissed (PublishRecurring only)
+	jitter   *time.Duration // Jitter (PublishRecurring only)
 }
 
 // In makes the timer due d from now, on the store's clock. A negative d is
@@ -146,6 +148,9 @@ func (c *Client) Publish(ctx context.Context, topic string, body any, opts ...Pu
 	}
 	if m.idSet && t.ID == "" {
 		return "", invalidf("WithID: the id is empty; leave WithID out for a random UUID")
+	}
+	if m.missed != nil || m.jitter != nil {
+		return "", invalidf("OnMissed and Jitter apply to PublishRecurring, not Publish")
 	}
 	if m.ack.Replicas < 0 || m.ack.Timeout < 0 {
 		return "", invalidf("WaitReplicas(%d, %v): want n >= 0 and timeout >= 0", m.ack.Replicas, m.ack.Timeout)

@@ -34,7 +34,7 @@
 // holds.
 //
 // Optional interfaces: a store may also implement LegacyPayloads,
-// SlowClaims, TopicIndex and TopicIndexRepairer. A Driver that wraps
+// SlowClaims, TopicIndex, TopicIndexRepairer and Recurring. A Driver that wraps
 // another implements Wrapper, and callers look the optional interfaces up
 // through wrappers with As, so a wrapper hides none of them.
 //
@@ -259,6 +259,13 @@ type ClaimedTimer struct {
 	// LeaseUntil is the lease deadline on the store's clock.
 	LeaseUntil time.Time
 	Payload    []byte
+	// Schedule is the spec of a recurring timer (see Recurring), empty
+	// for a plain timer; Tick is then the number of the tick claimed and
+	// TickAt its scheduled instant (the due time it was armed with; Due
+	// moves when the tick is retried, TickAt does not).
+	Schedule string
+	Tick     int64
+	TickAt   time.Time
 }
 
 // Lease names a claimed timer and its token.
@@ -319,6 +326,10 @@ type Settlement struct {
 	// Error is the last error text, for Retry and Dead. Stores may truncate
 	// it to 1 KiB.
 	Error string
+	// Next, for an Ack or Dead of a recurring timer's tick, is the next
+	// tick to arm in the same atomic step (see Recurring); nil ends the
+	// schedule. Ignored for a plain timer and for Retry and Snooze.
+	Next *Tick
 }
 
 // State is where a timer is.
@@ -346,6 +357,9 @@ type TimerInfo struct {
 	// keeps it.
 	LastError string
 	Payload   []byte
+	// Recurring is the schedule entry of a recurring timer (nil for a
+	// plain timer). Due is then its current tick's due time.
+	Recurring *RecurringInfo
 }
 
 // DeadLetter is a timer in a topic's dead-letter set.

@@ -5,6 +5,9 @@ package main
 
 import (
 	"os"
+	// The binary carries the tz database: recurring timers' cron zones must
+	// resolve the same way on every server, tzdata installed or not.
+	_ "time/tzdata"
 
 	"github.com/ontime-go/ontime/cmd/ontime/internal/cli"
 )

@@ -196,6 +196,9 @@ func (s *Server) routeTable() []route {
 		{"GET", "/v1/topics/{topic}/timers/{id}", RoleRead, s.getTimer},
 		{"DELETE", "/v1/topics/{topic}/timers/{id}", RoleWrite, s.deleteTimer},
 		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
+		{"POST", "/v1/topics/{topic}/schedules", RoleWrite, s.createSchedule},
+		{"POST", "/v1/topics/{topic}/timers/{id}/pause", RoleWrite, s.pauseSchedule},
+		{"POST", "/v1/topics/{topic}/timers/{id}/resume", RoleWrite, s.resumeSchedule},
 		{"GET", "/v1/topics/{topic}/timeline", RoleRead, s.timeline},
 		{"GET", "/v1/topics", RoleRead, s.listTopics},
 		{"GET", "/v1/topics/{topic}", RoleRead, s.getTopic},
@@ -406,7 +409,7 @@ func badSegment(p string) *apiError {
 	if isDotSegment(seg[0]) {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
 	}
-	if (nseg == 3 || nseg == 4 && seg[3] == "fire") && seg[1] == "timers" {
+	if (nseg == 3 || nseg == 4 && (seg[3] == "fire" || seg[3] == "pause" || seg[3] == "resume")) && seg[1] == "timers" {
 		switch {
 		case seg[2] == "":
 			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")

@@ -157,6 +157,7 @@ func timerJSON(ti *ontime.TimerInfo, bodyLimit int) wire.Timer {
 	} else {
 		t.Body, t.BodyBase64 = wire.BodyJSON(ti.ContentType, ti.Body)
 	}
+	t.Recurring = wire.RecurringOf(ti.Recurring)
 	if ti.DecodeError != "" && t.LastError == "" {
 		t.LastError = "stored envelope does not decode: " + ti.DecodeError
 	}

@@ -93,6 +93,8 @@ type Timer struct {
 	Body          json.RawMessage   `json:"body,omitempty"`
 	BodyBase64    *string           `json:"body_base64,omitempty"`
 	BodyCut
+	// Recurring is a recurring timer's schedule (absent for a plain timer).
+	Recurring *Recurring `json:"recurring,omitempty"`
 }
 
 // BodyCut stands for a body a list cut (the body_limit parameter): its

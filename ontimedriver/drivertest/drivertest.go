@@ -149,6 +149,7 @@ func groups() []group {
 		{"Subscribe", subscribeCases()},
 		{"TopicIndex", topicIndexCases()},
 		{"TopicCounter", topicCounterCases()},
+		{"Recurring", recurringCases()},
 		{"Misc", miscCases()},
 	}
 }

@@ -90,6 +90,14 @@ func libraryCases() []libCase {
 		{"TopicsRetry", libTopicsRetry},
 		{"TopicsTwoWorkers", libTopicsTwoWorkers},
 		{"TopicsLongHandler", libTopicsLongHandler},
+		{"RecurringThreeWorkers", libRecurringThreeWorkers},
+		{"RecurringUpsertWhileRunning", libRecurringUpsertWhileRunning},
+		{"RecurringCancelWhileRunning", libRecurringCancelWhileRunning},
+		{"RecurringPauseResume", libRecurringPauseResume},
+		{"RecurringMissedOnce", libRecurringMissedOnce},
+		{"RecurringMissedEach", libRecurringMissedEach},
+		{"RecurringJitter", libRecurringJitter},
+		{"RecurringNoOverlap", libRecurringNoOverlap},
 	}
 }
 

@@ -117,6 +117,26 @@ func checkStore(s *stores) error {
 		return err
 	}
 
+	// Every schedule entry decodes and belongs to a timer.
+	if s.sched != nil {
+		err := s.sched.ForEach(func(k, v []byte) error {
+			id, topic, ok := splitTimerKey(k)
+			if !ok {
+				return fmt.Errorf("schedule entry key %x does not parse", k)
+			}
+			if _, err := decodeSched(k, v); err != nil {
+				return fmt.Errorf("topic %q: schedule entry of %q: %v", topic, id, err)
+			}
+			if s.rawTimer(k) == nil {
+				return fmt.Errorf("topic %q: schedule entry of %q, which has no timer", topic, id)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+
 	// Every topic with records has its counts in m, and only those.
 	seen := 0
 	err = s.meta.ForEach(func(k, v []byte) error {

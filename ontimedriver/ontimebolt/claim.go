@@ -121,14 +121,18 @@ func (d *Driver) Claim(ctx context.Context, topic string, limit int, lease time.
 			if err := tb.putTimer(c.id, &rec); err != nil {
 				return err
 			}
-			res.Timers = append(res.Timers, ontimedriver.ClaimedTimer{
+			ct := ontimedriver.ClaimedTimer{
 				ID:         c.id,
 				Token:      formatToken(seq),
 				Due:        fromMicros(rec.due),
 				Attempt:    int(rec.attempt),
 				LeaseUntil: fromMicros(deadline),
 				Payload:    bytes.Clone(rec.payload),
-			})
+			}
+			if err := tb.claimedSched(&ct); err != nil {
+				return err
+			}
+			res.Timers = append(res.Timers, ct)
 		}
 		if next, ok := tb.head(); ok {
 			res.Next = fromMicros(next)
@@ -157,6 +161,14 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		if op.Kind < ontimedriver.Ack || op.Kind > ontimedriver.Dead {
 			return nil, fmt.Errorf("%w: settlement of %q has unknown kind %d", ontimedriver.ErrInvalid, op.ID, int(op.Kind))
 		}
+		if op.Next != nil {
+			if err := ontimedriver.ValidateDue(op.Next.Due); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick: %w", op.ID, err)
+			}
+			if err := ontimedriver.ValidateDue(op.Next.Instant()); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick's instant: %w", op.ID, err)
+			}
+		}
 	}
 	var (
 		results []error
@@ -178,6 +190,15 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 				results[i] = err
 				continue
 			}
+			if op.Next != nil && (op.Kind == ontimedriver.Ack || op.Kind == ontimedriver.Dead) {
+				armed, err := tb.armNext(op, &rec, nowUs)
+				if err != nil {
+					return err
+				}
+				if armed {
+					continue
+				}
+			}
 			switch op.Kind {
 			case ontimedriver.Ack:
 				err = tb.removeTimer(op.ID, &rec)
@@ -194,6 +215,11 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 				}
 				err = tb.putTimer(op.ID, &rec)
 			case ontimedriver.Dead:
+				// a recurring timer's tick dies under DeadTickID
+				deadID, derr := tb.deadID(op.ID)
+				if derr != nil {
+					return derr
+				}
 				if err := tb.removeTimer(op.ID, &rec); err != nil {
 					return err
 				}
@@ -201,7 +227,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 				if op.Error != "" {
 					errText = truncateError(op.Error)
 				}
-				err = tb.bury(op.ID, &deadRecord{
+				err = tb.bury(deadID, &deadRecord{
 					due:     rec.due,
 					diedAt:  nowUs,
 					attempt: rec.attempt,

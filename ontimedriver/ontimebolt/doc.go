@@ -130,6 +130,7 @@
 //	l  topic ‖ lease deadline ‖ id → ""      (leased timers only)
 //	x  topic ‖ id → dead record: due, died at, attempt, reason, error, payload
 //	y  topic ‖ died at ‖ id → ""
+//	r  id ‖ topic → schedule entry of a recurring timer (created with the first; see recurring.go)
 //
 // The topic in a key is its length, then its bytes. Instants in keys are 8
 // bytes big-endian, so byte order is time order. The claim index (q and f)

@@ -3,6 +3,7 @@ package ontimebolt
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 )
 
@@ -141,6 +142,29 @@ func FuzzResealV1(f *testing.F) {
 		got, err := open(recordVersion, key, out)
 		if err != nil || !bytes.Equal(got, old) {
 			t.Fatalf("resealed %x: body %x, %v; want %x", raw, got, err, old)
+		}
+	})
+}
+
+// FuzzDecodeSched: a schedule entry decodes to what was encoded under its
+// key; damaged bytes are refused without a panic.
+func FuzzDecodeSched(f *testing.F) {
+	f.Add([]byte("k"), []byte{2, 0, 0, 0, 0, '1'}, int64(3), int64(1795341524991000), true, int64(2), "ack", int64(7), "every 5m;jitter=1s")
+	f.Fuzz(func(t *testing.T, key, raw []byte, tick, at int64, paused bool, last int64, outcome string, held int64, spec string) {
+		_, _ = decodeSched(key, raw) // must not panic
+		if strings.Contains(outcome, ",") {
+			return // not what the driver writes (outcomes are ack or dead)
+		}
+		in := schedEntry{tick: tick, tickAt: at, paused: paused, lastTick: last, lastOutcome: outcome, heldDue: held, spec: spec}
+		out, err := decodeSched(key, in.encode(key))
+		if err != nil || out != in {
+			t.Fatalf("round trip of %+v: %+v, %v", in, out, err)
+		}
+		if len(key) > 0 {
+			other := append([]byte{key[0] ^ 1}, key[1:]...)
+			if _, err := decodeSched(other, in.encode(key)); err == nil {
+				t.Fatalf("an entry decoded under another key")
+			}
 		}
 	})
 }

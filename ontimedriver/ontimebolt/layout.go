@@ -21,6 +21,7 @@ import (
 //	m  topic -> counts          topics that hold a timer or a dead letter
 //	t  key(id, topic) -> timer record; its sequence numbers lease tokens
 //	u  key(id, topic) -> timer record, far part (see below)
+//	r  key(id, topic) -> schedule entry of a recurring timer (recurring.go)
 //	q  tp(topic) ts(claimable) id -> ""   the claim index: due time, or lease deadline while leased
 //	f  tp(topic) ts(claimable) id -> ""   the claim index, far part (see below)
 //	l  tp(topic) ts(lease deadline) id -> ""   leased timers only
@@ -65,6 +66,10 @@ var (
 	bucketLeases    = []byte("l")
 	bucketDead      = []byte("x")
 	bucketDeadIdx   = []byte("y")
+	// bucketSched holds recurring timers' schedule entries (recurring.go);
+	// it is not among dataBuckets: a store gets it with its first
+	// recurring timer.
+	bucketSched = []byte("r")
 
 	dataBuckets = [][]byte{bucketTopicMeta, bucketTimers, bucketFarTimers, bucketQueue, bucketFuture, bucketLeases, bucketDead, bucketDeadIdx}
 )

@@ -30,6 +30,9 @@ func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.Timer
 			return err
 		}
 		ti := timerInfo(id, &rec, nowUs)
+		if err := tb.withSched(&ti); err != nil {
+			return err
+		}
 		info = &ti
 		return nil
 	})
@@ -102,7 +105,11 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 				page.NextCursor = encodeCursor(last)
 				break
 			}
-			page.Timers = append(page.Timers, timerInfo(id, &rec, nowUs))
+			ti := timerInfo(id, &rec, nowUs)
+			if err := tb.withSched(&ti); err != nil {
+				return err
+			}
+			page.Timers = append(page.Timers, ti)
 			last = bytes.Clone(k)
 		}
 		return nil

@@ -12,6 +12,12 @@ import (
 type stores struct {
 	meta, timers, farTimers, queue, future, leases, dead, deadIdx *bbolt.Bucket
 
+	// sched holds the schedule entries of recurring timers (bucket r,
+	// created with the first one: nil in a store that never had one); tx
+	// creates it.
+	sched *bbolt.Bucket
+	tx    *bbolt.Tx
+
 	// near is the instant that splits the timers: a timer claimable
 	// earlier has its record in t and its claim index entry in q, a later
 	// one in u and f (see "Near and far" in layout.go). Readers look in
@@ -39,6 +45,8 @@ func dataBucketsOf(tx *bbolt.Tx, path string, near int64) (*stores, error) {
 		leases:    tx.Bucket(bucketLeases),
 		dead:      tx.Bucket(bucketDead),
 		deadIdx:   tx.Bucket(bucketDeadIdx),
+		sched:     tx.Bucket(bucketSched),
+		tx:        tx,
 		near:      near,
 	}
 	if s.meta == nil || s.timers == nil || s.farTimers == nil || s.queue == nil || s.future == nil || s.leases == nil || s.dead == nil || s.deadIdx == nil {
@@ -259,6 +267,9 @@ func (tb *topicBuckets) removeTimer(id string, rec *record) error {
 		return err
 	}
 	tb.dn--
+	if err := tb.deleteSched(id); err != nil {
+		return err
+	}
 	return tb.deleteRecord(timerKey(tb.name, id))
 }
 
@@ -273,6 +284,9 @@ func (tb *topicBuckets) removeDamagedTimer(id string) error {
 		return err
 	}
 	if err := tb.deleteByID(tb.leases, id); err != nil {
+		return err
+	}
+	if err := tb.deleteSched(id); err != nil {
 		return err
 	}
 	tb.dn--

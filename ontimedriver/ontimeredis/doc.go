@@ -26,6 +26,9 @@
 //	P{T}:dmsg   hash        id → "<attempt>,<due ms>,<len>,<len>:" + reason
 //	                        + error text + envelope
 //	P{T}:wake   channel     PUBLISHed with the new head's due time
+//	P{T}:sched  hash        id → "<tick>,<tick ms>,<paused>,<last tick>,
+//	                        <last outcome>,<spec>": the schedule entry of
+//	                        a recurring timer (see recurring.go)
 //	Ptopics     set         the topics ever written (Topics filters out the
 //	                        empty ones)
 //	P{topics}:next  sorted set  the topic index: topic → the instant its

@@ -187,6 +187,9 @@ func (d *Driver) Close() error {
 // keys of one topic.
 type keys struct {
 	due, msg, lease, seq, dead, dmsg, wake string
+	// sched holds the schedule entries of the topic's recurring timers
+	// (native layout; see recurring.go).
+	sched string
 	// shards holds the topic's shard count once it is sharded (native
 	// layout; see Options.Shards).
 	shards string
@@ -213,6 +216,7 @@ func (d *Driver) keys(topic string) keys {
 		dmsg:   b + "dmsg",
 		wake:   b + "wake",
 		shards: b + "shards",
+		sched:  b + "sched",
 	}
 }
 

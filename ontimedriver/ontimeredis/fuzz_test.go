@@ -2,6 +2,7 @@ package ontimeredis
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -83,6 +84,28 @@ func FuzzCancelResults(f *testing.F) {
 			if (reply[i] == '1') != (e == nil) {
 				t.Fatalf("reply %q: result %d is %v", reply, i, e)
 			}
+		}
+	})
+}
+
+// FuzzParseSchedEntry: a recurring timer's schedule entry decodes to what
+// the scripts wrote, and anything else is refused without a panic.
+func FuzzParseSchedEntry(f *testing.F) {
+	f.Add("3,1795341524991,0,2,ack,every 5m", int64(3), int64(1795341524991), true, int64(2), "dead", "cron 0 9 * * MON-FRI Europe/Berlin;missed=each:3")
+	f.Add("x", int64(0), int64(-1), false, int64(0), "", "a,b,c")
+	f.Fuzz(func(t *testing.T, raw string, tick, at int64, paused bool, last int64, outcome, spec string) {
+		_, _ = parseSchedEntry(raw) // must not panic
+		p := "0"
+		if paused {
+			p = "1"
+		}
+		enc := strconv.FormatInt(tick, 10) + "," + strconv.FormatInt(at, 10) + "," + p + "," + strconv.FormatInt(last, 10) + "," + outcome + "," + spec
+		e, ok := parseSchedEntry(enc)
+		if strings.Contains(outcome, ",") {
+			return // not what the scripts write (outcomes are ack or dead)
+		}
+		if !ok || e.Tick != tick || e.TickAt.UnixMilli() != at || e.Paused != paused || e.LastTick != last || e.LastOutcome != outcome || e.Spec != spec {
+			t.Fatalf("parseSchedEntry(%q) = %+v, %v", enc, e, ok)
 		}
 	})
 }

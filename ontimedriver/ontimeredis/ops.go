@@ -65,11 +65,11 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		args = append(args, t.ID, due, t.Payload)
 	}
 	s := sSchedule
-	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease, k.shards}))
+	ks := d.withRegistry(d.withIndex([]string{k.due, k.msg, k.lease, k.sched, k.shards}))
 	extra := 2 // the clock and the index hint
 	if d.compat {
 		s = sCSchedule
-		ks = ks[:2]
+		ks = []string{k.due, k.msg}
 		extra = 0
 	}
 	var res any
@@ -134,7 +134,7 @@ func (d *Driver) claimNative(ctx context.Context, topic string, max int, lease t
 	if until > 0 {
 		args = append(args, until, upto)
 	}
-	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg}), args...)
+	res, err := d.eval(ctx, sClaim, d.withIndex([]string{k.due, k.msg, k.lease, k.seq, k.dead, k.dmsg, k.sched}), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,20 @@ func (d *Driver) claimNative(ctx context.Context, topic string, max int, lease t
 	}
 	for o := a[5+2*n:]; len(o) >= 2; o = o[2:] {
 		k := replyInt(o[0])
-		if k < 0 || k >= int64(n) {
+		if k < 0 {
+			// a recurring timer: -(k+1), its schedule entry
+			k = -k - 1
+			if k >= int64(n) {
+				return nil, errReply
+			}
+			e, ok := parseSchedEntry(replyStr(o[1]))
+			if !ok {
+				return nil, fmt.Errorf("%w: schedule entry of %q", errReply, out.Timers[k].ID)
+			}
+			out.Timers[k].Schedule, out.Timers[k].Tick, out.Timers[k].TickAt = e.Spec, e.Tick, e.TickAt
+			continue
+		}
+		if k >= int64(n) {
 			return nil, errReply
 		}
 		out.Timers[k].Attempt = int(replyInt(o[1]))
@@ -246,9 +259,25 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 		if op.Kind < ontimedriver.Ack || op.Kind > ontimedriver.Dead {
 			return nil, fmt.Errorf("%w: settlement of %q has unknown kind %d", ontimedriver.ErrInvalid, op.ID, int(op.Kind))
 		}
+		next := op.Next != nil && !d.compat && (op.Kind == ontimedriver.Ack || op.Kind == ontimedriver.Dead)
+		if next {
+			if err := ontimedriver.ValidateDue(op.Next.Due); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick: %w", op.ID, err)
+			}
+			if err := ontimedriver.ValidateDue(op.Next.Instant()); err != nil {
+				return nil, fmt.Errorf("settlement of %q: next tick's instant: %w", op.ID, err)
+			}
+		}
 		// kind, id, token + ","; an ack needs nothing more.
-		args = append(args, kindArg[op.Kind], op.ID, op.Token+",")
-		if op.Kind == ontimedriver.Ack {
+		kind := kindArg[op.Kind]
+		if next {
+			kind = "4"
+			if op.Kind == ontimedriver.Dead {
+				kind = "5"
+			}
+		}
+		args = append(args, kind, op.ID, op.Token+",")
+		if op.Kind == ontimedriver.Ack && !next {
 			continue
 		}
 		errText := op.Error
@@ -256,8 +285,11 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 			errText = errText[:maxErrorText]
 		}
 		args = append(args, delaySpec(op.Delay), op.Reason, errText)
+		if next {
+			args = append(args, strconv.FormatInt(ceilMs(op.Next.Due), 10), strconv.FormatInt(op.Next.N, 10), strconv.FormatInt(ceilMs(op.Next.Instant()), 10))
+		}
 	}
-	s, ks := sSettle, d.withIndex([]string{k.due, k.msg, k.lease, k.dead, k.dmsg})
+	s, ks := sSettle, d.withIndex([]string{k.due, k.msg, k.lease, k.dead, k.dmsg, k.sched})
 	if d.compat {
 		s, ks = sCSettle, []string{k.due, k.msg}
 		if d.opt.CompatDeadLetters {
@@ -357,7 +389,7 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 		}
 		return nil
 	}
-	res, err = d.eval(ctx, sCancel, d.withIndex([]string{k.due, k.msg, k.lease}), id, topic)
+	res, err = d.eval(ctx, sCancel, d.withIndex([]string{k.due, k.msg, k.lease, k.sched}), id, topic)
 	if err != nil {
 		return err
 	}
@@ -408,7 +440,7 @@ func (d *Driver) CancelBatch(ctx context.Context, topic string, ids []string) ([
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	res, err = d.eval(ctx, sCancelN, d.withIndex([]string{k.due, k.msg, k.lease}), args...)
+	res, err = d.eval(ctx, sCancelN, d.withIndex([]string{k.due, k.msg, k.lease, k.sched}), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -558,15 +590,24 @@ func (d *Driver) Get(ctx context.Context, topic, id string) (*ontimedriver.Timer
 		}
 		return &ontimedriver.TimerInfo{ID: id, Due: due, State: ontimedriver.StateScheduled, Payload: []byte(env)}, nil
 	}
-	res, err := d.eval(ctx, sGet, []string{k.due, k.msg, k.lease}, id)
+	res, err := d.eval(ctx, sGet, []string{k.due, k.msg, k.lease, k.sched}, id)
 	if err != nil {
 		return nil, err
 	}
 	a, err := replyArray(res)
-	if err != nil || len(a) != 4 {
+	if err != nil || len(a) != 5 {
 		return nil, errReply
 	}
-	return d.info(id, replyInt(a[0]), replyStr(a[1]), replyStr(a[3]), replyStr(a[2]))
+	ti, err := d.info(id, replyInt(a[0]), replyStr(a[1]), replyStr(a[3]), replyStr(a[2]))
+	if err != nil {
+		return nil, err
+	}
+	if se := replyStr(a[4]); se != "" {
+		if e, ok := parseSchedEntry(se); ok {
+			ti.Recurring = e
+		}
+	}
+	return ti, nil
 }
 
 // info builds a native TimerInfo from the due score, the record and the
@@ -635,6 +676,11 @@ func (d *Driver) List(ctx context.Context, topic string, opts ontimedriver.ListO
 			return nil, err
 		}
 		p.Timers = append(p.Timers, *ti)
+	}
+	if !d.compat && len(p.Timers) > 0 {
+		if err := d.listRecurring(ctx, k, p.Timers); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

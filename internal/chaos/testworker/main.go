@@ -10,7 +10,9 @@
 // plus the lines of the store's answers about the worker's leases (S, R, E,
 // X), written by a pass-through wrapper of the real driver: see driver.go.
 // Every line starts with a kind letter, the timer id, the attempt number
-// (the claim's; -1 if unknown) and the worker's pid.
+// (the claim's; -1 if unknown) and the worker's pid. With -tick-ids the
+// handler's lines (D, F, A, L) name a recurring timer's tick as
+// <id>#<tick number>, followed by the tick's instant (Unix µs) on D lines.
 //
 // The file is opened with O_APPEND and every line is one write(2), so lines
 // of concurrent workers never interleave and the file order is the order in
@@ -50,12 +52,16 @@ func main() {
 		work        = flag.Duration("work", 2*time.Millisecond, "each handler sleeps a random time in [0, work)")
 		ack         = flag.String("ack", "return", "return: the handler returns nil; explicit: it calls m.Ack and waits for the store")
 	)
+	flag.BoolVar(&tickIDs, "tick-ids", false, "log a recurring timer's deliveries as <id>#<tick number>")
 	flag.Parse()
 	if err := run(*addr, *prefix, *topic, *pattern, *logPath, *concurrency, *claimBatch, *lease, *poll, *work, *ack); err != nil {
 		fmt.Fprintln(os.Stderr, "testworker:", err)
 		os.Exit(1)
 	}
 }
+
+// tickIDs: -tick-ids.
+var tickIDs bool
 
 func run(addr, prefix, topic, pattern, logPath string, concurrency, claimBatch int, lease, poll, work time.Duration, ack string) error {
 	if logPath == "" {
@@ -109,19 +115,24 @@ func run(addr, prefix, topic, pattern, logPath string, concurrency, claimBatch i
 		// The delivery is logged as the handler starts, so a worker killed
 		// mid-handler leaves its line: that is the delivery a crash
 		// duplicates.
-		logLine("D", m.ID, m.Attempt, "")
+		id, at := m.ID, ""
+		if tickIDs {
+			id += "#" + strconv.FormatInt(m.Tick.N, 10)
+			at = strconv.FormatInt(m.Tick.At.UnixMicro(), 10)
+		}
+		logLine("D", id, m.Attempt, at)
 		if work > 0 {
 			time.Sleep(rand.N(work))
 		}
 		// The work is done; nothing has asked the store to ack yet, so a
 		// delivery without this line cannot have been acked.
-		logLine("F", m.ID, m.Attempt, "")
+		logLine("F", id, m.Attempt, "")
 		if ack == "explicit" {
 			if err := m.Ack(ctx); err != nil {
-				logLine("L", m.ID, m.Attempt, strconv.Quote(err.Error()))
+				logLine("L", id, m.Attempt, strconv.Quote(err.Error()))
 				return err
 			}
-			logLine("A", m.ID, m.Attempt, "")
+			logLine("A", id, m.Attempt, "")
 		}
 		return nil
 	}

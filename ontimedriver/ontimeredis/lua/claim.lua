@@ -1,19 +1,21 @@
 -- claim.lua: lease up to max due timers, oldest first.
 -- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] token counter,
--- KEYS[5] dead zset, KEYS[6] dead hash, KEYS[7] the topic index (one Redis
--- only; absent on a Redis Cluster)
+-- KEYS[5] dead zset, KEYS[6] dead hash, KEYS[7] schedule hash (recurring
+-- timers), KEYS[8] the topic index (one Redis only; absent on a Redis
+-- Cluster)
 -- ARGV[1] max, ARGV[2] lease ms, ARGV[3] topic, and for a claim across
 -- the shards of a sharded topic (see shard.go) ARGV[4] the lease deadline
 -- (ms; used when after now) and ARGV[5] the latest due score to claim
 -- Returns {now us, lease deadline ms, next claimable ms or "", first token,
 -- count n of claimed timers, then per claimed timer: id, record, then for
 -- the claimed timers whose attempt is not the record's attempt + 1 (an
--- expired lease counted more): index k (from 0), attempt}. The k-th
+-- expired lease counted more): index k (from 0), attempt; then for the
+-- claimed timers that are recurring: -(k+1), schedule entry}. The k-th
 -- claimed timer's token is first token + k: tokens are not sent one by
 -- one, nor the usual attempts.
 -- The record is not rewritten: the claim writes only the lease entry and
 -- the due score. The topic's index entry is set to the next claimable
--- instant, or removed when the topic holds no timer (KEYS[7]; on a Cluster
+-- instant, or removed when the topic holds no timer (KEYS[8]; on a Cluster
 -- the driver does).
 --
 -- This script runs for every batch a worker takes, so its per-timer work
@@ -123,6 +125,22 @@ if nids > 0 then
   for j = 1, nov do
     out[no + j] = over[j]
   end
+  no = no + nov
+  -- recurring timers: one EXISTS per claim when the topic has none
+  if k > 0 and redis.call('EXISTS', KEYS[7]) == 1 then
+    local cl = {}
+    for j = 1, nl / 2 do
+      cl[j] = lset[2 * j - 1]
+    end
+    local se = redis.call('HMGET', KEYS[7], unpack(cl))
+    for j = 1, #cl do
+      if se[j] then
+        out[no + 1] = -j
+        out[no + 2] = se[j]
+        no = no + 2
+      end
+    end
+  end
   if ng > 0 then
     redis.call('ZREM', KEYS[1], unpack(gone))
     redis.call('HDEL', KEYS[3], unpack(gone))
@@ -132,7 +150,7 @@ if nids > 0 then
     redis.call('ZADD', KEYS[1], unpack(zadd))
   end
 end
-local nxt = idx_exact(KEYS[7], ARGV[3], KEYS[1])
+local nxt = idx_exact(KEYS[8], ARGV[3], KEYS[1])
 if nxt then
   out[3] = fmt(nxt)
 end

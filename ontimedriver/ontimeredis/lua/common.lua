@@ -110,3 +110,7 @@ local function idx_lower(idx, topic, score)
     redis.call('ZADD', idx, 'LT', fmt(score), topic)
   end
 end
+
+-- PAUSED is the score of a paused recurring timer's tick: the last
+-- millisecond of year 9999 (ontimedriver.MaxDue), never claimable.
+local PAUSED = 253402300799999

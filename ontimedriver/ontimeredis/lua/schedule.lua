@@ -1,9 +1,10 @@
 -- schedule.lua: write a batch of timers.
--- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] the
--- topic's shard count key (set when the topic is sharded: then its timers
--- live in its shards' keys, and writing here is refused), KEYS[5] the
--- topic index and KEYS[6] the topic registry (one Redis only; absent on a
--- Redis Cluster, where the driver adds the topic to the registry after)
+-- KEYS[1] due zset, KEYS[2] msg hash, KEYS[3] lease hash, KEYS[4] schedule
+-- hash (recurring timers), KEYS[5] the topic's shard count key (set when
+-- the topic is sharded: then its timers live in its shards' keys, and
+-- writing here is refused), KEYS[6] the topic index and KEYS[7] the topic
+-- registry (one Redis only; absent on a Redis Cluster, where the driver
+-- adds the topic to the registry after)
 -- ARGV[1] mode: "0" upsert, "1" if absent
 -- ARGV[2] wake channel
 -- ARGV[3] topic
@@ -12,9 +13,9 @@
 -- Returns one due ms per timer, or -1 when the id exists (if absent), then
 -- the clock (us) and the index hint: the earliest due of the written timers
 -- or the old head, whichever is earlier ("" when nothing was written). The
--- index entry is lowered to it (KEYS[5]; on a Cluster the driver does).
+-- index entry is lowered to it (KEYS[6]; on a Cluster the driver does).
 -- An upsert drops any lease of the id: its token stops working.
-local shards = redis.call('GET', KEYS[4])
+local shards = redis.call('GET', KEYS[5])
 if shards then
   return redis.error_reply('ONTIMESHARDS ' .. shards)
 end
@@ -89,11 +90,15 @@ if m > 0 then
   if redis.call('EXISTS', KEYS[3]) == 1 then
     batched('HDEL', KEYS[3], ids)
   end
+  -- a plain timer over a recurring one's id ends its schedule
+  if redis.call('EXISTS', KEYS[4]) == 1 then
+    batched('HDEL', KEYS[4], ids)
+  end
   -- in the registry for as long as the topic has keys: Topics prunes an
   -- empty topic atomically (prune.lua), so this write and that prune
   -- cannot cross
-  if KEYS[6] then
-    redis.call('SADD', KEYS[6], ARGV[3])
+  if KEYS[7] then
+    redis.call('SADD', KEYS[7], ARGV[3])
   end
 end
 local low = ''
@@ -104,7 +109,7 @@ if m > 0 then
   if old and old < low then
     low = old
   end
-  idx_lower(KEYS[5], ARGV[3], low)
+  idx_lower(KEYS[6], ARGV[3], low)
   low = fmt(low)
 end
 if earliest and (not old or earliest < old) then

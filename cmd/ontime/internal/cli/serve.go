@@ -244,8 +244,14 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) error {
 		metrics.RunSampler(sampleCtx, st.Driver, so)
 	}()
 	defer func() { stopSampler(); <-sampled }() // before the store closes
+	if err := applySchedules(ctx, client, cfg.Schedules, log); err != nil {
+		return &exitError{code: ExitUnavailable, err: err}
+	}
 	if err := disp.Start(); err != nil {
 		return &exitError{code: ExitUsage, err: err}
+	}
+	for _, d := range cfg.Schedules {
+		disp.Ensure(d.Topic)
 	}
 	where := cfg.DataDir
 	if st.Kind == store.KindRedis {

@@ -47,17 +47,32 @@ func newScheduleCmd(e *env) *cobra.Command {
 		headers  []string
 		ifAbsent bool
 		asJSON   bool
+		rec      recurringFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "schedule TOPIC BODY (--in DURATION | --at RFC3339)",
-		Short: "Schedule a message (BODY - reads standard input)",
+		Use:   "schedule TOPIC BODY (--in DURATION | --at RFC3339 | --every DURATION | --cron EXPR)",
+		Short: "Schedule a message, once or on a schedule (BODY - reads standard input)",
+		Long: `Schedule a message: once (--in, --at), or as a recurring timer that fires
+once per tick across every worker (--every, --cron; --id names it, and
+scheduling the id again replaces it). See docs/recurring.md.`,
 		Example: `  ontime schedule reminders "call Bob" --in 90s
-  ontime schedule invoices '{"id":42}' --json-body --at 2026-12-01T09:00:00Z --id invoice-42`,
+  ontime schedule invoices '{"id":42}' --json-body --at 2026-12-01T09:00:00Z --id invoice-42
+  ontime schedule reports "sales report" --id weekday-report --cron "0 9 * * MON-FRI" --tz Europe/Berlin
+  ontime schedule pings ping --id heartbeat --every 5m --jitter 30s --missed each:3`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			topic, body := a[0], a[1]
-			if (in == "") == (at == "") {
-				return usageErr("give exactly one of --in and --at")
+			n := 0
+			for _, v := range []string{in, at, rec.every, rec.cron} {
+				if v != "" {
+					n++
+				}
+			}
+			if n != 1 {
+				return usageErr("give exactly one of --in, --at, --every and --cron")
+			}
+			if e := rec.check(id); e != nil {
+				return e
 			}
 			if body == "-" {
 				b, err := io.ReadAll(e.stdin)
@@ -67,9 +82,10 @@ func newScheduleCmd(e *env) *cobra.Command {
 				body = string(b)
 			}
 			t := wire.TimerIn{ID: id, CorrelationID: corr, IfAbsent: ifAbsent}
-			if in != "" {
+			switch {
+			case in != "":
 				t.Delay = &in
-			} else {
+			case at != "":
 				t.At = &at
 			}
 			if asJSON {
@@ -96,6 +112,9 @@ func newScheduleCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer c.close()
+			if rec.every != "" || rec.cron != "" {
+				return rec.publish(cmd, e, c, o, topic, &t)
+			}
 			var out wire.Created
 			if err := c.do(cmd.Context(), http.MethodPost, topicPath(topic)+"/timers", t, &out); err != nil {
 				return err
@@ -116,6 +135,7 @@ func newScheduleCmd(e *env) *cobra.Command {
 	f.StringArrayVar(&headers, "header", nil, "header key=value (repeatable)")
 	f.BoolVar(&ifAbsent, "if-absent", false, "fail (exit 4) if the id exists")
 	f.BoolVar(&asJSON, "json-body", false, "BODY is JSON, not text")
+	rec.add(cmd)
 	return cmd
 }
 
@@ -187,6 +207,20 @@ func newGetCmd(e *env) *cobra.Command {
 			fmt.Fprintf(w, "due:\t%s UTC (%s)\n", humanTime(t.DueAt), relative(t.DueAt))
 			fmt.Fprintf(w, "state:\t%s\n", t.State)
 			fmt.Fprintf(w, "attempt:\t%d\n", t.Attempt)
+			if r := t.Recurring; r != nil {
+				fmt.Fprintf(w, "schedule:\t%s\n", r.Schedule)
+				fmt.Fprintf(w, "missed ticks:\t%s\n", r.Missed)
+				if r.Jitter != "" {
+					fmt.Fprintf(w, "jitter:\t%s\n", r.Jitter)
+				}
+				fmt.Fprintf(w, "tick:\t%d at %s UTC\n", r.Tick, humanTime(r.TickAt))
+				if r.Paused {
+					fmt.Fprintf(w, "paused:\tyes\n")
+				}
+				if r.LastTick > 0 {
+					fmt.Fprintf(w, "last tick:\t%d (%s)\n", r.LastTick, r.LastOutcome)
+				}
+			}
 			if t.LeaseUntil != nil {
 				fmt.Fprintf(w, "lease until:\t%s UTC\n", humanTime(*t.LeaseUntil))
 			}
@@ -300,10 +334,10 @@ func newLsCmd(e *env) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tDUE (UTC)\tIN\tSTATE\tATTEMPT\tBODY")
+			fmt.Fprintln(w, "ID\tDUE (UTC)\tIN\tSTATE\tATTEMPT\tSCHEDULE\tBODY")
 			for _, t := range page.Timers {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", out.s(t.ID), humanTime(t.DueAt), relative(t.DueAt), t.State, t.Attempt,
-					out.s(truncate(bodyText(t.ContentType, t.Body, t.BodyBase64), 60)))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", out.s(t.ID), humanTime(t.DueAt), relative(t.DueAt), t.State, t.Attempt,
+					scheduleColumn(t.Recurring), out.s(truncate(bodyText(t.ContentType, t.Body, t.BodyBase64), 60)))
 			}
 			if err := w.Flush(); err != nil {
 				return err

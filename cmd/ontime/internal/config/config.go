@@ -146,6 +146,9 @@ type Config struct {
 	Defaults Topic `toml:"defaults"`
 	// Topics configures topics by name.
 	Topics map[string]Topic `toml:"topics"`
+	// Schedules declares recurring timers, created or updated at start
+	// ([[schedules]] tables; see Schedule).
+	Schedules []Schedule `toml:"schedules"`
 }
 
 // Topic configures the delivery of one topic.
@@ -627,6 +630,7 @@ func (c *Config) Validate() error {
 	if err := c.checkTopic("defaults", c.Defaults); err != nil {
 		errs = append(errs, err)
 	}
+	c.checkSchedules(bad)
 	for name, t := range c.Topics {
 		if err := wire.ValidateTopic(name); err != nil {
 			bad("topics.%s: %v", name, err)

@@ -75,6 +75,9 @@ func init() {
 		"POST /v1/topics/{topic}/watch:ack 500",
 		"GET /v1/stats 500",
 		"POST /messages 500",
+		"POST /v1/topics/{topic}/schedules 500",
+		"POST /v1/topics/{topic}/timers/{id}/pause 500",
+		"POST /v1/topics/{topic}/timers/{id}/resume 500",
 	} {
 		notProducible[k] = bug
 	}

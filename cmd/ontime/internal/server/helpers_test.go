@@ -69,6 +69,8 @@ type envOpts struct {
 	// redis, if set, is the URL of the Redis store to use instead of a
 	// fresh embedded one (with a fresh key prefix).
 	redis string
+	// layout is the Redis layout with redis ("": native; "compat").
+	layout string
 	// noWorkers runs the API without a dispatcher, as the CLI's --redis
 	// mode does.
 	noWorkers bool
@@ -95,7 +97,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 	var drv ontimedriver.Driver
 	kind := store.KindEmbedded
 	if o.redis != "" {
-		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Prefix: fmt.Sprintf("api%d:", time.Now().UnixNano())}, log)
+		prefix := fmt.Sprintf("api%d:", time.Now().UnixNano())
+		if o.layout == "compat" {
+			prefix = "" // fixed key names: give it a redis-server of its own
+		}
+		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Prefix: prefix, Layout: o.layout}, log)
 		if err != nil {
 			t.Fatal(err)
 		}

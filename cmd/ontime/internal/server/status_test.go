@@ -30,6 +30,7 @@ var validBody = map[string]any{
 	"POST /v1/topics/{topic}/dead:replay":   `{"all":true}`,
 	"POST /v1/topics/{topic}/dead:purge":    `{"all":true}`,
 	"POST /v1/topics/{topic}/watch:ack":     `{"ids":["e-1"]}`,
+	"POST /v1/topics/{topic}/schedules":     `{"id":"s","every":"1h"}`,
 }
 
 // storeDown checks that with the store unreachable every operation that

@@ -1,0 +1,188 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
+	"github.com/ontime-go/ontime/internal/wire"
+)
+
+// TestSchedules: POST /v1/topics/{topic}/schedules publishes a recurring
+// timer in each of its three forms, upserts or refuses with if_absent, GET
+// shows the schedule, and a bad schedule is refused with the reason.
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noWorkers: true})
+	before := time.Now()
+
+	r := e.do("POST", "/v1/topics/reports/schedules", `{"id":"daily","cron":"0 9 * * MON-FRI","tz":"Europe/Berlin","missed":"each:3","body":{"report":"sales"},"headers":{"tenant":"a"}}`)
+	e.want(r, 201, "")
+	var c wire.ScheduleCreated
+	r.json(t, &c)
+	if c.ID != "daily" || c.Topic != "reports" || c.Schedule != "cron 0 9 * * MON-FRI Europe/Berlin" || c.Missed != "each:3" || c.Jitter != "" {
+		t.Fatalf("created %+v", c)
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.DueAt.In(berlin); !c.DueAt.After(before) || l.Hour() != 9 || l.Minute() != 0 || l.Weekday() == time.Saturday || l.Weekday() == time.Sunday {
+		t.Fatalf("first tick %v (%v in Berlin), want a weekday at 09:00 after now", c.DueAt, l)
+	}
+	if loc := r.header.Get("Location"); loc != "/v1/topics/reports/timers/daily" {
+		t.Fatalf("Location %q", loc)
+	}
+
+	r = e.do("GET", "/v1/topics/reports/timers/daily", nil)
+	e.want(r, 200, "")
+	var tm wire.Timer
+	r.json(t, &tm)
+	if tm.Recurring == nil || tm.Recurring.Schedule != c.Schedule || tm.Recurring.Missed != "each:3" || tm.Recurring.Tick != 1 ||
+		!tm.Recurring.TickAt.Equal(c.DueAt) || tm.Recurring.Paused || tm.Recurring.LastTick != 0 || tm.Headers["tenant"] != "a" || string(tm.Body) != `{"report":"sales"}` {
+		t.Fatalf("GET shows %s", r.body)
+	}
+
+	// Upsert with every and jitter; then if_absent refuses.
+	r = e.do("POST", "/v1/topics/reports/schedules", `{"id":"daily","every":"1h","jitter":"10m","body":"hourly now"}`)
+	e.want(r, 201, "")
+	r.json(t, &c)
+	if c.Schedule != "every 1h" || c.Missed != "once" || c.Jitter != "10m0s" {
+		t.Fatalf("upsert answered %+v", c)
+	}
+	tick := c.DueAt.Truncate(time.Hour)
+	if c.DueAt.Before(tick) || !c.DueAt.Before(tick.Add(10*time.Minute)) || !tick.After(before) {
+		t.Fatalf("due %v: want within 10 minutes after the next hour", c.DueAt)
+	}
+	e.want(e.do("POST", "/v1/topics/reports/schedules", `{"id":"daily","every":"5m","if_absent":true}`), 409, "exists")
+	r = e.do("GET", "/v1/topics/reports/timers/daily", nil)
+	r.json(t, &tm)
+	if tm.Recurring.Schedule != "every 1h" || tm.Recurring.Jitter != "10m0s" || !tm.Recurring.TickAt.Equal(tick) || !tm.DueAt.Equal(c.DueAt) {
+		t.Fatalf("after the refused if_absent: %s", r.body)
+	}
+
+	// A spec, anchored.
+	r = e.do("POST", "/v1/topics/reports/schedules", `{"id":"anchored","schedule":"every 24h from 2099-01-01T06:00:00+01:00"}`)
+	e.want(r, 201, "")
+	r.json(t, &c)
+	if c.Schedule != "every 24h from 2099-01-01T05:00:00Z" || !c.DueAt.Equal(time.Date(2099, 1, 1, 5, 0, 0, 0, time.UTC)) {
+		t.Fatalf("anchored: %+v", c)
+	}
+
+	// Listed with the plain timers, with their schedule.
+	r = e.do("GET", "/v1/topics/reports/timers", nil)
+	var page wire.TimerPage
+	r.json(t, &page)
+	if len(page.Timers) != 2 || page.Timers[0].Recurring == nil || page.Timers[1].Recurring == nil {
+		t.Fatalf("list: %s", r.body)
+	}
+
+	// Pause and resume.
+	r = e.do("POST", "/v1/topics/reports/timers/anchored/pause", nil)
+	e.want(r, 200, "")
+	r.json(t, &tm)
+	if tm.Recurring == nil || !tm.Recurring.Paused {
+		t.Fatalf("paused: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/reports/timers/anchored/pause", nil), 200, "") // again: nothing changes
+	r = e.do("GET", "/v1/topics/reports/timers/anchored", nil)
+	r.json(t, &tm)
+	if !tm.Recurring.Paused {
+		t.Fatalf("GET after pause: %s", r.body)
+	}
+	r = e.do("POST", "/v1/topics/reports/timers/anchored/resume", nil)
+	e.want(r, 200, "")
+	r.json(t, &tm)
+	if tm.Recurring.Paused || !tm.Recurring.TickAt.Equal(time.Date(2099, 1, 1, 5, 0, 0, 0, time.UTC)) {
+		t.Fatalf("resumed: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/reports/timers", `{"id":"one-shot","delay":"1h"}`), 201, "")
+	for _, p := range []string{"/v1/topics/reports/timers/one-shot/pause", "/v1/topics/reports/timers/nope/resume", "/v1/topics/reports/timers/nope/pause"} {
+		e.want(e.do("POST", p, nil), 404, "not_found")
+	}
+	e.want(e.do("GET", "/v1/topics/reports/timers/anchored/pause", nil), 405, "method_not_allowed")
+	e.want(e.do("GET", "/v1/topics/reports/timers/anchored/resume", nil), 405, "method_not_allowed")
+	e.want(e.do("POST", "/v1/topics/reports/timers/%2E%2E/pause", nil), 400, "invalid_id")
+	e.want(e.do("POST", "/v1/topics/a%20b/timers/x/resume", nil), 400, "invalid_topic")
+
+	// Cancelled like any timer.
+	e.want(e.do("DELETE", "/v1/topics/reports/timers/anchored", nil), 204, "")
+	e.want(e.do("GET", "/v1/topics/reports/timers/anchored", nil), 404, "not_found")
+
+	for _, tc := range []struct{ body, code, msg string }{
+		{`{"every":"5m"}`, "invalid_id", "id is required"},
+		{`{"id":"..","every":"5m"}`, "invalid_id", ""},
+		{`{"id":"s"}`, "invalid_schedule", "give the schedule"},
+		{`{"id":"s","every":"5m","cron":"* * * * *"}`, "invalid_schedule", "one of"},
+		{`{"id":"s","schedule":"every 5m","every":"5m"}`, "invalid_schedule", "one of"},
+		{`{"id":"s","every":"5m","tz":"UTC"}`, "invalid_schedule", `"tz" goes with "cron"`},
+		{`{"id":"s","cron":"0 9 * * *","from":"2026-01-01T00:00:00Z"}`, "invalid_schedule", `"from" goes with "every"`},
+		{`{"id":"s","every":"5"}`, "invalid_schedule", "not a duration"},
+		{`{"id":"s","every":"500us"}`, "invalid_schedule", "under 1ms"},
+		{`{"id":"s","every":"5m","from":"2026-01-01"}`, "invalid_schedule", "RFC 3339"},
+		{`{"id":"s","cron":"0 9 * *"}`, "invalid_schedule", "fields"},
+		{`{"id":"s","cron":"0 0 30 2 *"}`, "invalid_schedule", "matches no date"},
+		{`{"id":"s","cron":"0 9 * * *","tz":"Mars/Olympus"}`, "invalid_schedule", "time zone"},
+		{`{"id":"s","cron":"0 9 * * *","tz":"Local"}`, "invalid_schedule", "name the zone"},
+		{`{"id":"s","schedule":"hourly"}`, "invalid_schedule", `"every" or "cron"`},
+		{`{"id":"s","every":"5m","missed":"all"}`, "invalid_schedule", "missed"},
+		{`{"id":"s","every":"5m","missed":"each:0"}`, "invalid_schedule", "missed"},
+		{`{"id":"s","every":"5m","jitter":"0s"}`, "invalid_schedule", "jitter"},
+		{`{"id":"s","every":"5m","jitter":"soon"}`, "invalid_schedule", "jitter"},
+		{`{"id":"s","every":"5m","body":"x","body_base64":"eA=="}`, "invalid_body", ""},
+		{`{"id":"s","every":"5m","headers":{"content-type":"x"}}`, "invalid_header", ""},
+		{`{"id":"s","every":"5m","correlation_id":"a\u0000b"}`, "invalid_correlation_id", ""},
+		{`{"id":"s","every":"5m","delay":"1s"}`, "unknown_field", ""},
+		{`{"id":"s","every":5}`, "invalid_field", ""},
+	} {
+		r := e.do("POST", "/v1/topics/reports/schedules", tc.body)
+		e.want(r, 400, tc.code)
+		var er wire.Error
+		r.json(t, &er)
+		if !strings.Contains(er.Error.Message, tc.msg) {
+			t.Errorf("%s: %s, want it to say %q", tc.body, r.body, tc.msg)
+		}
+	}
+	e.want(e.do("POST", "/v1/topics/reports/schedules", `{"id":"big","every":"5m","body":"`+strings.Repeat("x", 5<<20)+`"}`), 413, "")
+	e.want(e.do("GET", "/v1/topics/reports/timers/s", nil), 404, "not_found")
+	e.want(e.do("GET", "/v1/topics/reports/schedules", nil), 405, "method_not_allowed")
+}
+
+// TestScheduleDelivered: with workers, each tick of an every-200ms schedule
+// reaches the topic's target (the log target), and the timer is still
+// there, on a later tick, after several.
+func TestScheduleDelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.want(e.do("POST", "/v1/topics/ticks/schedules", `{"id":"fast","every":"200ms","body":"tick"}`), 201, "")
+	var tm wire.Timer
+	wait.For(t, 30*time.Second, func() bool {
+		r := e.do("GET", "/v1/topics/ticks/timers/fast", nil)
+		r.json(t, &tm)
+		return tm.Recurring != nil && tm.Recurring.LastTick >= 3
+	}, "three ticks of the schedule settled")
+	if tm.Recurring.LastOutcome != "ack" || tm.Recurring.Tick <= tm.Recurring.LastTick {
+		t.Fatalf("after three ticks: %+v", tm.Recurring)
+	}
+	if !strings.Contains(e.logs.String(), `"id":"fast"`) {
+		t.Fatalf("the log target did not log the ticks")
+	}
+}
+
+// TestScheduleCompatLayout: the faststream-compatible Redis layout keeps
+// no recurring timers: 501 recurring_unsupported, nothing stored.
+func TestScheduleCompatLayout(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t)
+	e := newEnv(t, envOpts{noWorkers: true, redis: rs.URL(), layout: "compat"})
+	e.want(e.do("POST", "/v1/topics/t/schedules", `{"id":"s","every":"1h"}`), 501, "recurring_unsupported")
+	e.want(e.do("POST", "/v1/topics/t/timers/s/pause", nil), 501, "recurring_unsupported")
+	e.want(e.do("POST", "/v1/topics/t/timers/s/resume", nil), 501, "recurring_unsupported")
+	e.want(e.do("GET", "/v1/topics/t/timers/s", nil), 404, "not_found")
+	if _, err := e.client.Get(t.Context(), "t", "s"); err != ontime.ErrNotFound {
+		t.Fatalf("Get after the refusal: %v", err)
+	}
+}
