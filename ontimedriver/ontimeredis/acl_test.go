@@ -20,7 +20,7 @@ import (
 // The ACL rules of the package documentation ("ACL rules"), for the
 // default prefix; the tests put each driver's own prefix in its place.
 const (
-	aclCommands = "-@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange " +
+	aclCommands = "-@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange " +
 		"+hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink " +
 		"+zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore"
 	aclSubscribe = "+subscribe +unsubscribe +psubscribe +punsubscribe"

@@ -158,7 +158,7 @@
 // A Redis user (ACL) for ontime needs, with the default prefix "ontime:"
 // (replace it with yours; native layout):
 //
-//	ACL SETUSER ontime-worker on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange
+//	ACL SETUSER ontime-worker on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange
 //	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    +subscribe +unsubscribe +psubscribe +punsubscribe
@@ -167,8 +167,9 @@
 // The commands are those the driver sends (PING, EVALSHA and EVAL, the
 // topic registry's SMEMBERS/SADD/SREM/SSCAN, EXISTS, ZCARD, ZRANGE) and
 // those its scripts run: Redis checks a script's commands against the user
-// too. Every key starts with the prefix (~ontime:*: the topics' keys, the
-// registry ontime:topics and the index ontime:{topics}:*). The scripts
+// too (GET and SET read and record a sharded topic's shard count). Every
+// key starts with the prefix (~ontime:*: the topics' keys, the registry
+// ontime:topics and the index ontime:{topics}:*). The scripts
 // PUBLISH wake-ups on ontime:{topic}:wake, and workers SUBSCRIBE to them
 // (&ontime:*). A pattern worker (ontime.HandleTopics with pattern P)
 // PSUBSCRIBEs to ontime:{P}:wake, and Redis allows a PSUBSCRIBE only when
@@ -180,7 +181,7 @@
 // needs the same without the four subscribe commands and the literal
 // patterns:
 //
-//	ACL SETUSER ontime-publisher on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange
+//	ACL SETUSER ontime-publisher on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange
 //	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    resetkeys ~ontime:* resetchannels &ontime:*
@@ -250,6 +251,18 @@
 // drivers with the new count; or publish new timers to a new topic name.
 // Every driver that touches a sharded topic (publishers, workers, the
 // server) must have the same count for it.
+//
+// Recurring timers (ontimedriver.Recurring) are refused on a sharded
+// topic: ScheduleRecurring, PauseRecurring and ResumeRecurring return an
+// error wrapping ontimedriver.ErrUnsupported, and an unsharded driver's
+// ScheduleRecurring on a sharded topic's keys is refused (ErrInvalid) as
+// its Schedule is. A recurring timer's dead ticks are kept as "<id>#<tick>"
+// in its own keys, that is in the shard of <id>, and a replayed dead tick
+// becomes a one-shot timer that Get, Cancel and its settlement would look
+// for in the shard of "<id>#<tick>", most often another one. Publish
+// recurring timers to a topic the driver does not shard: they are few
+// (one entry per schedule, one tick at a time), so they do not make a
+// topic hot; the one-shot timers they trigger may go to a sharded topic.
 //
 // The cost: each shard's scripts handle smaller batches, so a timer costs
 // more Redis CPU in all (about 1.4x in BenchmarkShardedTopic, claims'
