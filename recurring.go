@@ -273,8 +273,9 @@ var ErrUnsupported = ontimedriver.ErrUnsupported
 // cannot arm the old schedule's next tick (its settlement is refused as a
 // lost lease). With IfAbsent an existing id is left alone and ErrExists
 // returned. Options: IfAbsent, WithHeaders, WithHeader,
-// WithCorrelationID and OnMissed; In, At and WithID are refused (the
-// schedule decides when, id names the timer).
+// WithCorrelationID, OnMissed, Jitter and WaitReplicas (the write of the
+// recurring timer waits for the replicas, as Publish's does); In, At and
+// WithID are refused (the schedule decides when, id names the timer).
 //
 // The store must keep recurring timers (the native Redis layout and the
 // embedded store do); the faststream-compatible layout refuses with an
@@ -287,6 +288,12 @@ func (c *Client) PublishRecurring(ctx context.Context, topic, id string, sched s
 	}
 	if m.delaySet || !t.At.IsZero() || m.idSet {
 		return time.Time{}, invalidf("PublishRecurring: In, At and WithID do not apply (the schedule says when, id names the timer)")
+	}
+	if m.ack.Replicas < 0 || m.ack.Timeout < 0 {
+		return time.Time{}, invalidf("WaitReplicas(%d, %v): want n >= 0 and timeout >= 0", m.ack.Replicas, m.ack.Timeout)
+	}
+	if m.ack.Replicas > 0 {
+		ctx = ontimedriver.WithReplicaAck(ctx, m.ack)
 	}
 	if err := schedule.Validate(sched); err != nil {
 		return time.Time{}, fmt.Errorf("%w: %w", ErrInvalid, err)

@@ -84,10 +84,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 }
 
 // scheduleError is storeError, and 501 for a store that keeps no
-// recurring timers.
+// recurring timers, or none on this topic (a sharded Redis topic), with
+// the store's reason.
 func (s *Server) scheduleError(w http.ResponseWriter, r *http.Request, err error) *apiError {
 	if errors.Is(err, ontime.ErrUnsupported) {
-		return errorf(http.StatusNotImplemented, "recurring_unsupported", "this server's store keeps no recurring timers (the faststream-compatible Redis layout: the Python library would not arm the next tick); use the native layout or the embedded store")
+		return errorf(http.StatusNotImplemented, "recurring_unsupported", "recurring timers are not kept here (use the native Redis layout or the embedded store, and an unsharded topic): %v", err)
 	}
 	return s.storeError(w, r, err)
 }

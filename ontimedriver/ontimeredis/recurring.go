@@ -43,7 +43,8 @@ func shardedRecurring(topic string, n int) error {
 func (d *Driver) RecurringSupported() bool { return !d.compat }
 
 // ScheduleRecurring writes a recurring timer in one script call. See
-// ontimedriver.Recurring.
+// ontimedriver.Recurring. It waits for replicas as Schedule does
+// (Options.WaitReplicas, ontimedriver.WithReplicaAck).
 func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedriver.NewRecurring, mode ontimedriver.ScheduleMode) (ontimedriver.ScheduleResult, error) {
 	if d.compat {
 		return ontimedriver.ScheduleResult{}, errCompatRecurring
@@ -64,8 +65,15 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 	if tickAt.IsZero() {
 		tickAt = t.At
 	}
-	res, err := d.eval(ctx, sRecur, ks, m, k.wake, topic, t.ID, strconv.FormatInt(ceilMs(t.At), 10),
-		strconv.FormatInt(t.Tick, 10), t.Spec, t.Payload, strconv.FormatInt(ceilMs(tickAt), 10))
+	args := []any{m, k.wake, topic, t.ID, strconv.FormatInt(ceilMs(t.At), 10),
+		strconv.FormatInt(t.Tick, 10), t.Spec, t.Payload, strconv.FormatInt(ceilMs(tickAt), 10)}
+	var res any
+	var err error
+	if ack := d.ack(ctx); ack.Replicas > 0 {
+		res, err = d.evalWait(ctx, sRecur, ks, ack, args...)
+	} else {
+		res, err = d.eval(ctx, sRecur, ks, args...)
+	}
 	if err != nil {
 		return ontimedriver.ScheduleResult{}, shardedRefusal(topic, err)
 	}

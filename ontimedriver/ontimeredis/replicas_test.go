@@ -11,6 +11,7 @@ import (
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
+	"github.com/ontime-go/ontime/schedule"
 )
 
 // TestWaitReplicas checks that a publish that asks for replica
@@ -73,6 +74,19 @@ func TestWaitReplicas(t *testing.T) {
 	}
 	if _, err := c.Publish(ctx, "lib", "body", ontime.WaitReplicas(-1, 0)); !errors.Is(err, ontime.ErrInvalid) {
 		t.Errorf("WaitReplicas(-1): %v, want ErrInvalid", err)
+	}
+	// a recurring timer waits too
+	if _, err := c.PublishRecurring(ctx, "lib", "hourly", schedule.Every(time.Hour), "body", ontime.WaitReplicas(1, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rc.HExists(ctx, "ontime:{lib}:sched", "hourly").Result(); err != nil || !n {
+		t.Errorf("after PublishRecurring with WaitReplicas(1) the replica has its schedule entry: %v, %v", n, err)
+	}
+	if _, err := c.PublishRecurring(ctx, "lib", "hourly", schedule.Every(time.Hour), "body", ontime.WaitReplicas(3, 20*time.Millisecond)); !errors.Is(err, ontimedriver.ErrNotReplicated) {
+		t.Errorf("PublishRecurring with WaitReplicas(3) of 1 replica: %v, want ErrNotReplicated", err)
+	}
+	if _, err := c.PublishRecurring(ctx, "lib", "hourly", schedule.Every(time.Hour), "body", ontime.WaitReplicas(-1, 0)); !errors.Is(err, ontime.ErrInvalid) {
+		t.Errorf("PublishRecurring with WaitReplicas(-1): %v, want ErrInvalid", err)
 	}
 }
 
