@@ -71,6 +71,8 @@ type envOpts struct {
 	redis string
 	// layout is the Redis layout with redis ("": native; "compat").
 	layout string
+	// shards is the Redis store's Options.Shards with redis.
+	shards map[string]int
 	// noWorkers runs the API without a dispatcher, as the CLI's --redis
 	// mode does.
 	noWorkers bool
@@ -101,7 +103,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		if o.layout == "compat" {
 			prefix = "" // fixed key names: give it a redis-server of its own
 		}
-		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Prefix: prefix, Layout: o.layout}, log)
+		st, err := store.OpenRedis(store.RedisOptions{URL: o.redis, Prefix: prefix, Layout: o.layout, Shards: o.shards}, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -186,3 +186,19 @@ func TestScheduleCompatLayout(t *testing.T) {
 		t.Fatalf("Get after the refusal: %v", err)
 	}
 }
+
+// TestScheduleShardedTopic: a sharded Redis topic keeps no recurring
+// timers: 501 recurring_unsupported naming the topic, while an unsharded
+// topic of the same store takes them.
+func TestScheduleShardedTopic(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t)
+	e := newEnv(t, envOpts{noWorkers: true, redis: rs.URL(), shards: map[string]int{"hot": 3}})
+	r := e.do("POST", "/v1/topics/hot/schedules", `{"id":"s","every":"1h"}`)
+	e.want(r, 501, "recurring_unsupported")
+	if !strings.Contains(string(r.body), `topic \"hot\" is sharded`) {
+		t.Errorf("the refusal does not say why: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/hot/timers/s/pause", nil), 501, "recurring_unsupported")
+	e.want(e.do("POST", "/v1/topics/cold/schedules", `{"id":"s","every":"1h"}`), 201, "")
+}
