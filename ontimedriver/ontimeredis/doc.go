@@ -188,9 +188,9 @@
 // user has no permissions to run the 'evalsha' command", "NOPERM ... to
 // access one of the keys", or, for a command inside a script, Redis 7.0's
 // "The user executing the script can't run this command or subcommand".
-// (TestACLWorkerRules runs the conformance and library suites as a user
-// with exactly these rules, over TLS; TestACLPublisherRules checks the
-// publisher's and the refusals.)
+// (TestACLWorkerRules runs the conformance suite as a user with exactly
+// these rules, over TLS; TestACLPublisherRules checks the publisher's and
+// the refusals.)
 //
 // # Failover
 //
