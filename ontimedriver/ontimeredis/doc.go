@@ -26,6 +26,9 @@
 //	P{T}:dmsg   hash        id → "<attempt>,<due ms>,<len>,<len>:" + reason
 //	                        + error text + envelope
 //	P{T}:wake   channel     PUBLISHed with the new head's due time
+//	P{T}:shards string      the topic's shard count, once it is sharded
+//	                        (its timers are then in P{T#i.k}:..., see
+//	                        Sharded topics)
 //	Ptopics     set         the topics ever written (Topics filters out the
 //	                        empty ones)
 //	P{topics}:next  sorted set  the topic index: topic → the instant its
