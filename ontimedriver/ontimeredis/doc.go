@@ -199,8 +199,9 @@
 // server) must have the same count for it.
 //
 // The cost: each shard's scripts handle smaller batches, so a timer costs
-// more Redis CPU in all (about 1.4x in BenchmarkShardedTopic, claims'
-// peeks included), which the masters share. See docs/BENCHMARKS.md.
+// more Redis CPU in all (1.6x in BenchmarkShardedTopic, 3 shards, claims'
+// peeks included), which the masters share: 3 masters projected 1.9x one
+// master's rate. See docs/BENCHMARKS.md.
 //
 // # Compatible layout
 //
