@@ -26,6 +26,9 @@
 //	P{T}:dmsg   hash        id → "<attempt>,<due ms>,<len>,<len>:" + reason
 //	                        + error text + envelope
 //	P{T}:wake   channel     PUBLISHed with the new head's due time
+//	P{T}:shards string      the topic's shard count, once it is sharded
+//	                        (its timers are then in P{T#i.k}:..., see
+//	                        Sharded topics)
 //	Ptopics     set         the topics ever written (Topics filters out the
 //	                        empty ones)
 //	P{topics}:next  sorted set  the topic index: topic → the instant its
@@ -249,8 +252,9 @@
 // server) must have the same count for it.
 //
 // The cost: each shard's scripts handle smaller batches, so a timer costs
-// more Redis CPU in all (about 1.4x in BenchmarkShardedTopic, claims'
-// peeks included), which the masters share. See docs/BENCHMARKS.md.
+// more Redis CPU in all (1.6x in BenchmarkShardedTopic, 3 shards, claims'
+// peeks included), which the masters share: 3 masters projected 1.9x one
+// master's rate. See docs/BENCHMARKS.md.
 //
 // # Compatible layout
 //
