@@ -675,8 +675,7 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 		pipe := d.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for j, i := range todo {
-			k := d.keys(topics[i])
-			cmds[j] = pipe.EvalSha(ctx, sCount.sha, []string{k.due, k.lease, k.dead})
+			cmds[j] = pipe.EvalSha(ctx, sCount.sha, d.countKeys(topics[i]))
 		}
 		if _, err := bounded(d, ctx, pipe.Exec); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
@@ -717,6 +716,17 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 	return out, nil
 }
 
+// countKeys returns the keys count.lua reads of topic (native layout):
+// its due zset, lease hash and dead zset, as keys names them, cut from one
+// string (one allocation instead of keys' seven: CountTopics builds them
+// for thousands of topics per call).
+func (d *Driver) countKeys(topic string) []string {
+	b := d.opt.Prefix + "{" + topic + "}:"
+	s := b + "due" + b + "lease" + b + "dead"
+	n := len(b)
+	return []string{s[:n+3], s[n+3 : 2*n+8], s[2*n+8:]}
+}
+
 // countTopicsBatch is the number of topics one count_topics.lua call
 // counts.
 const countTopicsBatch = 500
@@ -740,8 +750,7 @@ func (d *Driver) countTopicsScript(ctx context.Context, topics []string, out []o
 		batch := topics[start:min(start+countTopicsBatch, len(topics))]
 		ks := make([]string, 0, 3*len(batch))
 		for _, t := range batch {
-			k := d.keys(t)
-			ks = append(ks, k.due, k.lease, k.dead)
+			ks = append(ks, d.countKeys(t)...)
 		}
 		return ks
 	}
