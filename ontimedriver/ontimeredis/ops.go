@@ -678,7 +678,8 @@ func (d *Driver) CountTopics(ctx context.Context, topics []string) ([]ontimedriv
 		pipe := d.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(todo))
 		for j, i := range todo {
-			cmds[j] = pipe.EvalSha(ctx, sCount.sha, d.countKeys(topics[i]))
+			k := d.countKeys(topics[i])
+			cmds[j] = pipe.EvalSha(ctx, sCount.sha, k[:])
 		}
 		if _, err := bounded(d, ctx, pipe.Exec); err != nil && !redis.HasErrorPrefix(err, "NOSCRIPT") {
 			return nil, fmt.Errorf("ontimeredis: count topics: %w", err)
@@ -750,13 +751,13 @@ func (d *Driver) countPlain(ctx context.Context, topics []string, out []ontimedr
 
 // countKeys returns the keys count.lua reads of topic (native layout):
 // its due zset, lease hash and dead zset, as keys names them, cut from one
-// string (one allocation instead of keys' seven: CountTopics builds them
-// for thousands of topics per call).
-func (d *Driver) countKeys(topic string) []string {
-	b := d.opt.Prefix + "{" + topic + "}:"
-	s := b + "due" + b + "lease" + b + "dead"
-	n := len(b)
-	return []string{s[:n+3], s[n+3 : 2*n+8], s[2*n+8:]}
+// string (one allocation instead of keys' seven: CountTopics and Topics
+// build them for thousands of topics per call).
+func (d *Driver) countKeys(topic string) [3]string {
+	p := d.opt.Prefix
+	s := p + "{" + topic + "}:due" + p + "{" + topic + "}:lease" + p + "{" + topic + "}:dead"
+	n := len(p) + len(topic) + 3 // the length of "{topic}:" after the prefix
+	return [3]string{s[:n+3], s[n+3 : 2*n+8], s[2*n+8:]}
 }
 
 // countTopicsBatch is the number of topics one count_topics.lua call
@@ -782,7 +783,8 @@ func (d *Driver) countTopicsScript(ctx context.Context, topics []string, out []o
 		batch := topics[start:min(start+countTopicsBatch, len(topics))]
 		ks := make([]string, 0, 3*len(batch))
 		for _, t := range batch {
-			ks = append(ks, d.countKeys(t)...)
+			k := d.countKeys(t)
+			ks = append(ks, k[:]...)
 		}
 		return ks
 	}
