@@ -1037,6 +1037,9 @@ func (d *Driver) GetDead(ctx context.Context, topic, id string) (*ontimedriver.D
 	if !d.deadEnabled() {
 		return nil, ontimedriver.ErrNotFound
 	}
+	if s := d.sharded(topic); s != nil {
+		topic = s.names[s.of(id)]
+	}
 	k := d.keys(topic)
 	type reply struct {
 		died *redis.FloatCmd
