@@ -434,7 +434,7 @@ type DeadLetterGetter interface {
 }
 
 // TopicCounter is implemented by drivers that count the timers of many
-// topics in one call (Redis: one pipeline, one round trip; the embedded
+// topics in one call (Redis: one or two pipelines; the embedded
 // store: one read transaction), so that listing thousands of topics with
 // their counts (the server's GET /v1/topics and /v1/stats, a dashboard's
 // refresh) costs the same few round trips whatever the number of topics.

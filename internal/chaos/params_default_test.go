@@ -12,19 +12,23 @@ var (
 	}
 )
 
-// The outages last 3.5 s: a worker only learns of one when a store call
+// The outages last 5 s: a worker only learns of one when a store call
 // times out (2 s for this lease, plus up to a poll interval before it
-// calls), so a shorter one may pass unnoticed; see runOutage. The second
-// past that bound is for a loaded machine: with 2.5 s (the bound plus
-// 300 ms) a worker of TestRedisPause once stayed healthy through the
-// pause while two other processes kept both cores busy.
+// calls), so a shorter one may pass unnoticed; see runOutage. A worker
+// may make its next call that can time out only when its leases (1 s)
+// have run out, and that call must time out inside the outage too: lease
+// + two call timeouts. With
+// 2.5 s and with 3.5 s a worker of TestRedisPause or TestRedisRestart
+// stayed healthy through the outage while two other processes kept both
+// cores busy (its leases ran out, its next claim was answered when the
+// store came back).
 var (
 	restartDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 1, outage: 3500 * time.Millisecond, between: time.Second,
+		cycles: 1, outage: 5 * time.Second, between: time.Second,
 	}
 	pauseDefaults = outageParams{
 		workers: 2, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 1, outage: 3500 * time.Millisecond, between: time.Second,
+		cycles: 1, outage: 5 * time.Second, between: time.Second,
 	}
 )

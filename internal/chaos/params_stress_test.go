@@ -12,13 +12,15 @@ var (
 	}
 )
 
+// The outages last at least lease + two call timeouts, as in the default
+// run (params_default_test.go says why).
 var (
 	restartDefaults = outageParams{
 		workers: 3, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 6, outage: 3 * time.Second, between: 2 * time.Second,
+		cycles: 6, outage: 5 * time.Second, between: 2 * time.Second,
 	}
 	pauseDefaults = outageParams{
 		workers: 3, conc: 16, lease: time.Second, work: 50 * time.Millisecond,
-		cycles: 5, outage: 4 * time.Second, between: 2 * time.Second,
+		cycles: 5, outage: 5 * time.Second, between: 2 * time.Second,
 	}
 )

@@ -45,8 +45,8 @@ func (s *Server) topicNames(w http.ResponseWriter, r *http.Request) ([]string, m
 
 // countTopics counts the timers of topics (named without the Client's
 // prefix). A store that counts many topics in one call
-// (ontimedriver.TopicCounter, found on Client.Driver(): one pipeline on
-// Redis, one transaction on the embedded store) is asked once, so a
+// (ontimedriver.TopicCounter, found on Client.Driver(): one or two
+// pipelines on Redis, one transaction on the embedded store) is asked once, so a
 // refresh of the topics page costs the same few round trips with 5 or
 // 5,000 topics; another is asked once per topic.
 func (s *Server) countTopics(ctx context.Context, topics []string) ([]ontime.Counts, error) {

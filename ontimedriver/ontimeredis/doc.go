@@ -29,6 +29,9 @@
 //	P{T}:sched  hash        id → "<tick>,<tick ms>,<paused>,<last tick>,
 //	                        <last outcome>,<spec>": the schedule entry of
 //	                        a recurring timer (see recurring.go)
+//	P{T}:shards string      the topic's shard count, once it is sharded
+//	                        (its timers are then in P{T#i.k}:..., see
+//	                        Sharded topics)
 //	Ptopics     set         the topics ever written (Topics filters out the
 //	                        empty ones)
 //	P{topics}:next  sorted set  the topic index: topic → the instant its
@@ -192,9 +195,9 @@
 // user has no permissions to run the 'evalsha' command", "NOPERM ... to
 // access one of the keys", or, for a command inside a script, Redis 7.0's
 // "The user executing the script can't run this command or subcommand".
-// (TestACLWorkerRules runs the conformance and library suites as a user
-// with exactly these rules, over TLS; TestACLPublisherRules checks the
-// publisher's and the refusals.)
+// (TestACLWorkerRules runs the conformance suite as a user with exactly
+// these rules, over TLS; TestACLPublisherRules checks the publisher's and
+// the refusals.)
 //
 // # Failover
 //
@@ -265,8 +268,9 @@
 // topic hot; the one-shot timers they trigger may go to a sharded topic.
 //
 // The cost: each shard's scripts handle smaller batches, so a timer costs
-// more Redis CPU in all (about 1.4x in BenchmarkShardedTopic, claims'
-// peeks included), which the masters share. See docs/BENCHMARKS.md.
+// more Redis CPU in all (1.6x in BenchmarkShardedTopic, 3 shards, claims'
+// peeks included), which the masters share: 3 masters projected 1.9x one
+// master's rate. See docs/BENCHMARKS.md.
 //
 // # Compatible layout
 //

@@ -460,11 +460,15 @@ func (d *Driver) storedTopics(ctx context.Context) ([]string, error) {
 	pipe := d.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(cands))
 	for i, t := range cands {
-		k := d.keys(t)
-		if d.compat && !d.opt.CompatDeadLetters {
-			cmds[i] = pipe.Exists(ctx, k.due)
-		} else {
+		switch {
+		case !d.compat:
+			k := d.countKeys(t) // the keys it needs, in one allocation
+			cmds[i] = pipe.Exists(ctx, k[0], k[2])
+		case d.opt.CompatDeadLetters:
+			k := d.keys(t)
 			cmds[i] = pipe.Exists(ctx, k.due, k.dead)
+		default:
+			cmds[i] = pipe.Exists(ctx, d.keys(t).due)
 		}
 	}
 	if _, err := bounded(d, ctx, pipe.Exec); err != nil {

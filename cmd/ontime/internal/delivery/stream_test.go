@@ -16,6 +16,7 @@ import (
 	"github.com/ontime-go/ontime/cmd/ontime/internal/delivery"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/internal/redistest"
+	"github.com/ontime-go/ontime/internal/wait"
 )
 
 // redisOpener opens clients for redis-stream targets and closes them at
@@ -56,10 +57,10 @@ func streamTopic(url, stream string) config.Topic {
 // leased, not a dead letter.
 func waitAttempts(t *testing.T, client *ontime.Client, topic, id string, n int, errText string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ti, err := client.Get(t.Context(), topic, id)
-		if err != nil {
+	var ti *ontime.TimerInfo
+	wait.For(t, 20*time.Second, func() bool {
+		var err error
+		if ti, err = client.Get(t.Context(), topic, id); err != nil {
 			t.Fatalf("the failing timer is gone: %v", err)
 		}
 		// A leased timer's Attempt is the delivery in progress, whose
@@ -69,14 +70,8 @@ func waitAttempts(t *testing.T, client *ontime.Client, topic, id string, n int, 
 		if ti.State == ontime.StateLeased {
 			failed--
 		}
-		if failed >= n && strings.Contains(ti.LastError, errText) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timer %+v: want attempt >= %d and a last error with %q", ti, n, errText)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return failed >= n && strings.Contains(ti.LastError, errText)
+	}, "attempt >= %d and a last error with %q: %s", n, errText, func() string { return fmt.Sprintf("%+v", ti) })
 	c, err := client.Count(t.Context(), topic)
 	if err != nil || c.Dead != 0 || c.Scheduled+c.Leased != 1 {
 		t.Fatalf("count %+v, %v: want the timer still pending, no dead letter", c, err)
