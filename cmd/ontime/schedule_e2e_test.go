@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,24 @@ func TestScheduleCLI(t *testing.T) {
 	}
 	if _, _, code := cli(t, s, nil, "pause", "reports", "nope"); code != 3 {
 		t.Fatalf("pause of no timer: exit %d, want 3", code)
+	}
+	// Backfill: the weekday 09:00 Berlin ticks of 2026-03-02 to 2026-03-08 (five).
+	args := []string{"backfill", "reports", "weekday", "--from", "2026-03-02T00:00:00Z", "--to", "2026-03-08T00:00:00Z"}
+	if out := mustCLI(t, s, nil, args...); out != "5 ticks: 5 published, 0 already backfilled\n" {
+		t.Fatalf("backfill printed %q", out)
+	}
+	// This server delivers them at once (the log target): once delivered
+	// they are gone, and a second backfill runs them again.
+	waitAPI(t, 30*time.Second, "the backfilled ticks delivered", func() bool {
+		var p wire.TimerPage
+		a.must(200, "GET", "/v1/topics/reports/timers", nil).decode(t, &p)
+		return !strings.Contains(fmt.Sprint(p.Timers), "weekday@")
+	})
+	if !strings.Contains(s.stderr(), "weekday@2026-03-02T08:00:00Z") {
+		t.Fatalf("the log target did not log the backfilled tick")
+	}
+	if _, errOut, code := cli(t, s, nil, "backfill", "reports", "weekday"); code != 2 || !strings.Contains(errOut, "--from is required") {
+		t.Fatalf("backfill without --from: exit %d %s", code, errOut)
 	}
 	// A plain timer next to them has no schedule.
 	mustCLI(t, s, nil, "schedule", "reports", "once", "--id", "plain", "--in", "1h")

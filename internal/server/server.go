@@ -199,6 +199,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/v1/topics/{topic}/schedules", RoleWrite, s.createSchedule},
 		{"POST", "/v1/topics/{topic}/timers/{id}/pause", RoleWrite, s.pauseSchedule},
 		{"POST", "/v1/topics/{topic}/timers/{id}/resume", RoleWrite, s.resumeSchedule},
+		{"POST", "/v1/topics/{topic}/timers/{id}/backfill", RoleWrite, s.backfill},
 		{"GET", "/v1/topics/{topic}/timeline", RoleRead, s.timeline},
 		{"GET", "/v1/topics", RoleRead, s.listTopics},
 		{"GET", "/v1/topics/{topic}", RoleRead, s.getTopic},
@@ -409,7 +410,7 @@ func badSegment(p string) *apiError {
 	if isDotSegment(seg[0]) {
 		return errorf(http.StatusBadRequest, "invalid_topic", "topic %q is a dot segment; topics \".\" and \"..\" are refused", unescape(seg[0]))
 	}
-	if (nseg == 3 || nseg == 4 && (seg[3] == "fire" || seg[3] == "pause" || seg[3] == "resume")) && seg[1] == "timers" {
+	if (nseg == 3 || nseg == 4 && (seg[3] == "fire" || seg[3] == "pause" || seg[3] == "resume" || seg[3] == "backfill")) && seg[1] == "timers" {
 		switch {
 		case seg[2] == "":
 			return errorf(http.StatusBadRequest, "invalid_id", "id is empty")

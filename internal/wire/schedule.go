@@ -156,3 +156,27 @@ func JitterOf(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// BackfillIn asks for the ticks of a recurring timer in (from, to] (POST
+// /v1/topics/{topic}/timers/{id}/backfill), RFC 3339 instants.
+type BackfillIn struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Backfilled answers a backfill: the ticks in the range, how many were
+// published now and how many had been by an earlier backfill.
+type Backfilled struct {
+	Ticks     int `json:"ticks"`
+	Published int `json:"published"`
+	Existing  int `json:"existing"`
+}
+
+// BackfillID is the id of the one-shot timer that runs the tick at tick
+// of the recurring timer id: the id, "@", the instant (RFC 3339, UTC).
+func BackfillID(id string, tick time.Time) string {
+	return id + "@" + tick.UTC().Format(time.RFC3339Nano)
+}
+
+// TickHeader carries a backfilled tick's scheduled instant.
+const TickHeader = "ontime-tick"

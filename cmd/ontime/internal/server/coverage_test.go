@@ -78,6 +78,7 @@ func init() {
 		"POST /v1/topics/{topic}/schedules 500",
 		"POST /v1/topics/{topic}/timers/{id}/pause 500",
 		"POST /v1/topics/{topic}/timers/{id}/resume 500",
+		"POST /v1/topics/{topic}/timers/{id}/backfill 500",
 	} {
 		notProducible[k] = bug
 	}

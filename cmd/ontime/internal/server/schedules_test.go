@@ -202,3 +202,61 @@ func TestScheduleShardedTopic(t *testing.T) {
 	e.want(e.do("POST", "/v1/topics/hot/timers/s/pause", nil), 501, "recurring_unsupported")
 	e.want(e.do("POST", "/v1/topics/cold/schedules", `{"id":"s","every":"1h"}`), 201, "")
 }
+
+// TestScheduleBackfill: the ticks of a past range run each once, as
+// one-shot timers named for their tick, with the recurring timer's body and
+// headers and the tick's instant; backfilling the range again publishes
+// nothing; bad ranges are refused.
+func TestScheduleBackfill(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noWorkers: true})
+	e.want(e.do("POST", "/v1/topics/b/schedules", `{"id":"daily","cron":"30 2 * * *","tz":"Europe/Berlin","body":{"k":1},"headers":{"tenant":"a"}}`), 201, "")
+	// 2026-03-28 to 2026-03-31 in Berlin: the 29th's 02:30 does not exist (03:00 CEST).
+	body := `{"from":"2026-03-28T00:00:00+01:00","to":"2026-03-31T00:00:00+02:00"}`
+	r := e.do("POST", "/v1/topics/b/timers/daily/backfill", body)
+	e.want(r, 200, "")
+	var bf wire.Backfilled
+	r.json(t, &bf)
+	if bf != (wire.Backfilled{Ticks: 3, Published: 3}) {
+		t.Fatalf("backfill: %+v", bf)
+	}
+	for _, tick := range []string{"2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"} {
+		r := e.do("GET", "/v1/topics/b/timers/daily@"+tick, nil)
+		e.want(r, 200, "")
+		var tm wire.Timer
+		r.json(t, &tm)
+		if tm.Recurring != nil || tm.Headers["tenant"] != "a" || tm.Headers["ontime-tick"] != tick || string(tm.Body) != `{"k":1}` || tm.DueAt.After(time.Now()) {
+			t.Fatalf("backfilled tick %s: %s", tick, r.body)
+		}
+	}
+	r = e.do("POST", "/v1/topics/b/timers/daily/backfill", body)
+	r.json(t, &bf)
+	if bf != (wire.Backfilled{Ticks: 3, Existing: 3}) {
+		t.Fatalf("second backfill: %+v", bf)
+	}
+	r = e.do("POST", "/v1/topics/b/timers/daily/backfill", `{"from":"2026-03-28T03:00:00+01:00","to":"2026-03-28T04:00:00+01:00"}`)
+	r.json(t, &bf)
+	if bf != (wire.Backfilled{}) {
+		t.Fatalf("a range without ticks: %+v", bf)
+	}
+	e.want(e.do("POST", "/v1/topics/b/schedules", `{"id":"fast","every":"1s"}`), 201, "")
+	e.want(e.do("POST", "/v1/topics/b/timers", `{"id":"plain","delay":"1h"}`), 201, "")
+	for _, tc := range []struct{ path, body, code string }{
+		{"daily", `{"from":"2026-03-28T00:00:00Z"}`, "invalid_backfill"},
+		{"daily", `{"to":"2026-03-28T00:00:00Z"}`, "invalid_backfill"},
+		{"daily", `{"from":"yesterday","to":"2026-03-28T00:00:00Z"}`, "invalid_backfill"},
+		{"daily", `{"from":"2026-03-28T00:00:00Z","to":"today"}`, "invalid_backfill"},
+		{"daily", `{"from":"2026-03-28T00:00:00Z","to":"2026-03-28T00:00:00Z"}`, "invalid_backfill"},
+		{"daily", `{"from":"2026-03-28T00:00:00Z","to":"2999-01-01T00:00:00Z"}`, "invalid_backfill"},
+		{"fast", `{"from":"2026-03-28T00:00:00Z","to":"2026-03-28T01:00:00Z"}`, "invalid_backfill"},
+		{"daily", `{"from":"2026-03-28T00:00:00Z","to":"2026-03-29T00:00:00Z","extra":1}`, "unknown_field"},
+		{"%2E", `{"from":"2026-03-28T00:00:00Z","to":"2026-03-29T00:00:00Z"}`, "invalid_id"},
+	} {
+		e.want(e.do("POST", "/v1/topics/b/timers/"+tc.path+"/backfill", tc.body), 400, tc.code)
+	}
+	for _, id := range []string{"plain", "nope"} {
+		e.want(e.do("POST", "/v1/topics/b/timers/"+id+"/backfill", body), 404, "not_found")
+	}
+	e.want(e.do("GET", "/v1/topics/b/timers/daily/backfill", nil), 405, "method_not_allowed")
+	e.want(e.do("POST", "/v1/topics/b/timers/daily/backfill", `{"from":"`+strings.Repeat("x", 3<<20)+`"}`), 413, "request_too_large")
+}

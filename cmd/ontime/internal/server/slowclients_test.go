@@ -137,6 +137,7 @@ var postPaths = []struct{ path, key string }{
 	{"/v1/topics/t/watch:ack", "POST /v1/topics/{topic}/watch:ack"},
 	{"/messages", "POST /messages"},
 	{"/v1/topics/t/schedules", "POST /v1/topics/{topic}/schedules"},
+	{"/v1/topics/t/timers/x/backfill", "POST /v1/topics/{topic}/timers/{id}/backfill"},
 }
 
 // TestSlowBodies: clients that trickle their bodies a byte at a time are

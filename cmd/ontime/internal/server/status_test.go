@@ -23,14 +23,15 @@ func concrete(tpl string) string {
 
 // validBody is a request body each operation accepts (nil: none).
 var validBody = map[string]any{
-	"POST /v1/topics/{topic}/timers":        `{"delay":"1s"}`,
-	"POST /v1/topics/{topic}/timers:batch":  `[{"delay":"1s"}]`,
-	"POST /v1/topics/{topic}/timers:cancel": `{"ids":["x"]}`,
-	"POST /messages":                        `{"message":"x"}`,
-	"POST /v1/topics/{topic}/dead:replay":   `{"all":true}`,
-	"POST /v1/topics/{topic}/dead:purge":    `{"all":true}`,
-	"POST /v1/topics/{topic}/watch:ack":     `{"ids":["e-1"]}`,
-	"POST /v1/topics/{topic}/schedules":     `{"id":"s","every":"1h"}`,
+	"POST /v1/topics/{topic}/timers":               `{"delay":"1s"}`,
+	"POST /v1/topics/{topic}/timers:batch":         `[{"delay":"1s"}]`,
+	"POST /v1/topics/{topic}/timers:cancel":        `{"ids":["x"]}`,
+	"POST /messages":                               `{"message":"x"}`,
+	"POST /v1/topics/{topic}/dead:replay":          `{"all":true}`,
+	"POST /v1/topics/{topic}/dead:purge":           `{"all":true}`,
+	"POST /v1/topics/{topic}/watch:ack":            `{"ids":["e-1"]}`,
+	"POST /v1/topics/{topic}/schedules":            `{"id":"s","every":"1h"}`,
+	"POST /v1/topics/{topic}/timers/{id}/backfill": `{"from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z"}`,
 }
 
 // storeDown checks that with the store unreachable every operation that
