@@ -21,7 +21,7 @@ type partition struct {
 	smallest bool // the smallest bucket: records are read at once
 	counters *counters
 
-	buf       []item    // fetched, in offset order; taken ones are skipped (see item.taken)
+	buf       []*entry  // fetched, in offset order; taken ones are skipped (see item.taken)
 	checked   int       // buf[:checked] were checked for taking out of order
 	waiting   int       // items in buf not taken
 	maxStep   time.Time // the latest step of the items in buf[:checked] not taken
@@ -49,8 +49,9 @@ type item struct {
 	seen time.Time // when this republisher fetched it
 	meta Meta
 	err  error // the headers are missing or malformed
-	// taken: taken out of order (it is in inflight); the head loop
-	// skips it.
+	// taken: the entry is in inflight; the head loop skips it in buf
+	// (where a record taken out of order stays until the head reaches
+	// it).
 	taken bool
 }
 
@@ -73,7 +74,8 @@ const (
 	deadLetter                   // to the dead-letter topic
 )
 
-// entry is a taken record.
+// entry is a fetched record (in buf) and, once taken (in inflight), what
+// happens to it. The entries of a fetch are allocated together.
 type entry struct {
 	item
 	p        *partition
@@ -100,9 +102,11 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 	return &partition{topic: topic, id: id, bucket: b, smallest: smallest, committed: -1, first: -1}
 }
 
-// parse reads a fetched record's headers into an item. It needs no lock.
-func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
-	it := item{rec: rec, seen: now}
+// parse reads a fetched record's headers into e, an entry not taken yet.
+// It needs no lock.
+func (r *Republisher) parse(e *entry, rec *kgo.Record, now time.Time) {
+	it := &e.item
+	it.rec, it.seen = rec, now
 	it.meta, it.err = parseMeta(rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
@@ -110,14 +114,13 @@ func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
 			it.err = fmt.Errorf("%w: destination %q is a bucket or dead-letter topic", ErrInvalid, dest)
 		}
 	}
-	return it
 }
 
 // bucketStep is when a record leaves this partition's bucket by the
 // bucket's delay: the delay after it was produced here, but never more than
 // the delay after this republisher fetched it (a producer whose clock runs
 // ahead cannot hold a partition back).
-func (p *partition) bucketStep(it *item) time.Time {
+func (p *partition) bucketStep(it *entry) time.Time {
 	s := it.rec.Timestamp.Add(p.bucket.Delay)
 	if late := it.seen.Add(p.bucket.Delay); late.Before(s) {
 		s = late
@@ -127,7 +130,7 @@ func (p *partition) bucketStep(it *item) time.Time {
 
 // stepAt is when a record leaves this partition's bucket: its bucketStep,
 // or its due instant if that is earlier.
-func (p *partition) stepAt(it *item) time.Time {
+func (p *partition) stepAt(it *entry) time.Time {
 	s := p.bucketStep(it)
 	if it.meta.Due.Before(s) {
 		s = it.meta.Due
@@ -162,7 +165,7 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 // taken and arms a wake-up for the first that is not. r.mu is held.
 func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []action {
 	for p.failing == 0 && len(p.buf) > 0 {
-		it := &p.buf[0]
+		it := p.buf[0]
 		if !it.taken {
 			var step time.Time
 			if it.err == nil {
@@ -176,7 +179,7 @@ func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []act
 			}
 			acts = r.take(p, it, step, now, acts)
 		}
-		p.buf[0] = item{}
+		p.buf[0] = nil
 		p.buf = p.buf[1:]
 		if p.checked > 0 {
 			p.checked--
@@ -210,7 +213,7 @@ func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []act
 // r.mu is held.
 func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []action {
 	for ; p.checked < len(p.buf); p.checked++ {
-		it := &p.buf[p.checked]
+		it := p.buf[p.checked]
 		if it.taken {
 			continue
 		}
@@ -238,7 +241,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 		if p.maxStep.Sub(step) > r.prefetch {
 			// Move on what would hold this record up.
 			for j := 0; j < p.checked; j++ {
-				b := &p.buf[j]
+				b := p.buf[j]
 				if b.taken || b.err != nil {
 					continue
 				}
@@ -249,7 +252,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 			}
 			p.maxStep = time.Time{}
 			for j := 0; j < p.checked; j++ {
-				if b := &p.buf[j]; !b.taken && b.err == nil {
+				if b := p.buf[j]; !b.taken && b.err == nil {
 					if s := p.stepAt(b); s.After(p.maxStep) {
 						p.maxStep = s
 					}
@@ -266,10 +269,10 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 // take moves a buffered record into inflight (kept in offset order) and
 // decides what happens to it; step is when it leaves its bucket (now for a
 // record moved on out of order). r.mu is held.
-func (r *Republisher) take(p *partition, it *item, step, now time.Time, acts []action) []action {
-	e := &entry{item: *it, p: p, step: step, target: step}
-	e.item.taken = false
-	it.taken = true
+func (r *Republisher) take(p *partition, e *entry, step, now time.Time, acts []action) []action {
+	e.p, e.step, e.target = p, step, step
+	e.taken = true
+	it := &e.item
 	p.waiting--
 	if off := it.rec.Offset; p.first < 0 || off < p.first {
 		p.first = off
@@ -651,7 +654,7 @@ func (p *partition) headLate(now time.Time) time.Duration {
 		}
 	}
 	for j := range p.buf {
-		it := &p.buf[j]
+		it := p.buf[j]
 		if it.taken {
 			continue
 		}

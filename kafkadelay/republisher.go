@@ -383,6 +383,7 @@ func (r *Republisher) run(ctx context.Context) error {
 		defer close(commitDone)
 		r.commitLoop(commitCtx)
 	}()
+	var acts []action // reused from poll to poll
 	for {
 		if !r.waitRoom(ctx) {
 			break
@@ -400,24 +401,31 @@ func (r *Republisher) run(ctx context.Context) error {
 		// Headers are parsed before taking the lock, which produce
 		// callbacks need too.
 		now := time.Now()
+		// The entries of a partition's records are allocated together
+		// (franz-go allocates the records of a fetch together too, and an
+		// entry keeps its record: one slab's entries are alive about as
+		// long as the fetch's records).
 		type batch struct {
 			key   tp
-			items []item
+			items []*entry
 		}
 		var batches []batch
 		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
 			if len(f.Records) == 0 {
 				return
 			}
-			items := make([]item, len(f.Records))
+			slab := make([]entry, len(f.Records))
+			items := make([]*entry, len(f.Records))
 			for i, rec := range f.Records {
-				items[i] = r.parse(rec, now)
+				e := &slab[i]
+				r.parse(e, rec, now)
+				items[i] = e
 			}
 			batches = append(batches, batch{tp{f.Topic, f.Partition}, items})
 		})
 		// One partition at a time, so that produce callbacks (which need
 		// the lock too) are not held up behind a whole poll.
-		var acts []action
+		acts = acts[:0]
 		for _, b := range batches {
 			r.mu.Lock()
 			if p := r.parts[b.key]; p != nil {
@@ -433,6 +441,7 @@ func (r *Republisher) run(ctx context.Context) error {
 		}
 		r.cl.AllowRebalance()
 		r.do(acts)
+		clear(acts) // keep no entry alive
 	}
 	stopCommits()
 	<-commitDone
