@@ -235,17 +235,18 @@ func appendMeta(user []kgo.RecordHeader, m *Meta) []kgo.RecordHeader {
 }
 
 // deadHeaders returns a dead-lettered record's headers: the bucket record's
-// own (ontime's included, as read) followed by the reason and the source.
-func deadHeaders(src *kgo.Record, reason string) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(src.Headers)+2)
-	for _, h := range src.Headers {
+// own (ontime's included, as read) followed by the reason and the source
+// (the bucket record's topic, partition and offset).
+func deadHeaders(headers []kgo.RecordHeader, topic string, partition int32, offset int64, reason string) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, 0, len(headers)+2)
+	for _, h := range headers {
 		if h.Key != HeaderDeadReason && h.Key != HeaderDeadSource {
 			out = append(out, h)
 		}
 	}
 	return append(out,
 		kgo.RecordHeader{Key: HeaderDeadReason, Value: []byte(reason)},
-		kgo.RecordHeader{Key: HeaderDeadSource, Value: []byte(fmt.Sprintf("%s/%d/%d", src.Topic, src.Partition, src.Offset))},
+		kgo.RecordHeader{Key: HeaderDeadSource, Value: []byte(fmt.Sprintf("%s/%d/%d", topic, partition, offset))},
 	)
 }
 

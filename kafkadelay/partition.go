@@ -45,10 +45,16 @@ type partition struct {
 
 // item is a fetched record with what its headers say.
 type item struct {
-	rec  *kgo.Record
-	seen time.Time // when this republisher fetched it
-	meta Meta
-	err  error // the headers are missing or malformed
+	// rec is the fetched record. Once taken and sent to a bucket or the
+	// destination, it is the record produced (its Topic, Timestamp,
+	// Partition and Offset are the produce's): off and epoch keep where
+	// it was read.
+	rec   *kgo.Record
+	off   int64     // rec's offset in the bucket partition
+	epoch int32     // rec's leader epoch
+	seen  time.Time // when this republisher fetched it
+	meta  Meta
+	err   error // the headers are missing or malformed
 	// taken: the entry is in inflight; the head loop skips it in buf
 	// (where a record taken out of order stays until the head reaches
 	// it).
@@ -84,8 +90,7 @@ type entry struct {
 	state    entryState
 	timer    *time.Timer
 	kind     actionKind
-	out      *kgo.Record // what is being produced (outRec, or a dead letter's copy)
-	outRec   kgo.Record  // the record produced, allocated with the entry
+	out      *kgo.Record // what is being produced (rec, or a dead letter's copy)
 	to       Bucket      // the bucket of a reroute
 	reason   string      // the reason of a dead letter
 	attempts int
@@ -106,7 +111,7 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 // It needs no lock.
 func (r *Republisher) parse(e *entry, rec *kgo.Record, now time.Time) {
 	it := &e.item
-	it.rec, it.seen = rec, now
+	it.rec, it.off, it.epoch, it.seen = rec, rec.Offset, rec.LeaderEpoch, now
 	it.meta, it.err = parseMeta(rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
@@ -232,7 +237,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 		if step.Before(p.bucketStep(it).Add(-r.prefetch)) {
 			if p.counters.outOfOrder == 0 {
 				r.log.Info("kafkadelay: a record is in a bucket larger than its remaining delay (a producer that rounds up?); moving it on at once (counted in the stats as out_of_order, logged once)",
-					"source", p.topic, "partition", p.id, "offset", it.rec.Offset, "due", it.meta.Due, "bucket", p.bucket.Delay)
+					"source", p.topic, "partition", p.id, "offset", it.off, "due", it.meta.Due, "bucket", p.bucket.Delay)
 			}
 			p.counters.outOfOrder++
 			acts = r.take(p, it, now, now, acts)
@@ -274,14 +279,14 @@ func (r *Republisher) take(p *partition, e *entry, step, now time.Time, acts []a
 	e.taken = true
 	it := &e.item
 	p.waiting--
-	if off := it.rec.Offset; p.first < 0 || off < p.first {
+	if off := it.off; p.first < 0 || off < p.first {
 		p.first = off
 	}
 	n := len(p.inflight)
-	if n == 0 || p.inflight[n-1].rec.Offset < e.rec.Offset {
+	if n == 0 || p.inflight[n-1].off < e.off {
 		p.inflight = append(p.inflight, e)
 	} else {
-		i, _ := slices.BinarySearchFunc(p.inflight, e.rec.Offset, func(x *entry, off int64) int { return cmp.Compare(x.rec.Offset, off) })
+		i, _ := slices.BinarySearchFunc(p.inflight, e.off, func(x *entry, off int64) int { return cmp.Compare(x.off, off) })
 		p.inflight = slices.Insert(p.inflight, i, e)
 	}
 	p.pending++
@@ -366,9 +371,11 @@ func (r *Republisher) wait(e *entry, at, now time.Time, acts []action) []action 
 
 // send builds e's record for its kind and queues its produce.
 func (r *Republisher) send(e *entry, acts []action) []action {
+	// A reroute or a release produces the fetched record itself with a
+	// new topic: key, value and headers stay as read. Its context is the
+	// fetch's; Produce sets it to its own (never cancelled).
 	src := e.rec
-	e.outRec = kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
-	out := &e.outRec
+	out := src
 	cl := r.cl
 	switch e.kind {
 	case reroute:
@@ -377,9 +384,10 @@ func (r *Republisher) send(e *entry, acts []action) []action {
 		out.Topic = e.meta.Destination
 		cl = r.dest
 	case deadLetter:
-		out.Topic = r.cfg.DeadLetterTopic
-		out.Headers = deadHeaders(src, e.reason)
+		out = &kgo.Record{Key: src.Key, Value: src.Value, Topic: r.cfg.DeadLetterTopic,
+			Headers: deadHeaders(src.Headers, e.p.topic, e.p.id, e.off, e.reason)}
 	}
+	out.Context = nil
 	e.out = out
 	e.state = inProduce
 	e.p.producing++
@@ -420,7 +428,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		e.attempts++
 		c.errors++
 		p.errors++
-		fail := ProduceFailure{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Target: e.out.Topic, Attempt: e.attempts, Err: err}
+		fail := ProduceFailure{Source: p.topic, Partition: p.id, Offset: e.off, Target: e.out.Topic, Attempt: e.attempts, Err: err}
 		var acts []action
 		first := false
 		switch reason := undeliverable(err); {
@@ -443,7 +451,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		r.mu.Unlock()
 		if first {
 			r.log.Warn("kafkadelay: produce failed; partition paused, retrying with backoff", "source", p.topic, "partition", p.id,
-				"offset", e.rec.Offset, "target", fail.Target, "err", err)
+				"offset", e.off, "target", fail.Target, "err", err)
 		}
 		r.obs.ProduceFailed(fail)
 		r.do(acts)
@@ -479,12 +487,12 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 
 	switch e.kind {
 	case release:
-		r.obs.Released(Release{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Destination: e.meta.Destination, ID: e.meta.ID,
+		r.obs.Released(Release{Source: p.topic, Partition: p.id, Offset: e.off, Destination: e.meta.Destination, ID: e.meta.ID,
 			Due: e.meta.Due, Produced: at, Acked: now, Early: early})
 	case reroute:
 		r.obs.Rerouted(p.bucket, e.to)
 	case deadLetter:
-		r.obs.DeadLettered(DeadLetter{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Reason: e.reason})
+		r.obs.DeadLettered(DeadLetter{Source: p.topic, Partition: p.id, Offset: e.off, Reason: e.reason})
 	}
 }
 
@@ -528,14 +536,14 @@ func (p *partition) popFinished() {
 	limit := int64(-1) // the first buffered record not taken: nothing at or past it is committed
 	for j := range p.buf {
 		if !p.buf[j].taken {
-			limit = p.buf[j].rec.Offset
+			limit = p.buf[j].off
 			break
 		}
 	}
 	i := 0
-	for ; i < len(p.inflight) && p.inflight[i].state == finished && (limit < 0 || p.inflight[i].rec.Offset < limit); i++ {
-		rec := p.inflight[i].rec
-		p.next = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+	for ; i < len(p.inflight) && p.inflight[i].state == finished && (limit < 0 || p.inflight[i].off < limit); i++ {
+		e := p.inflight[i]
+		p.next = kgo.EpochOffset{Epoch: e.epoch, Offset: e.off + 1}
 		p.hasNext = true
 		p.inflight[i] = nil
 	}
