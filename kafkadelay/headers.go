@@ -87,9 +87,10 @@ func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
 }
 
 // parseMeta is ParseMeta; intern, when not nil, returns the string of a
-// destination's bytes (the republisher keeps one copy of each name rather
-// than allocating one per record).
-func parseMeta(headers []kgo.RecordHeader, intern func([]byte) string) (Meta, error) {
+// destination's bytes and ValidTopic's verdict on it (the republisher keeps
+// one copy of each name and its verdict rather than allocating and checking
+// one per record).
+func parseMeta(headers []kgo.RecordHeader, intern func([]byte) (string, error)) (Meta, error) {
 	var (
 		m                         Meta
 		due, dest, id, ts         []byte
@@ -130,13 +131,15 @@ func parseMeta(headers []kgo.RecordHeader, intern func([]byte) string) (Meta, er
 		return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
 	}
 	m.Due = time.UnixMilli(ms)
+	var invalid error
 	if intern != nil {
-		m.Destination = intern(dest)
+		m.Destination, invalid = intern(dest)
 	} else {
 		m.Destination = string(dest)
+		invalid = ValidTopic(m.Destination)
 	}
-	if err := ValidTopic(m.Destination); err != nil {
-		return m, fmt.Errorf("header %s: %w", HeaderDestination, err)
+	if invalid != nil {
+		return m, fmt.Errorf("header %s: %w", HeaderDestination, invalid)
 	}
 	if len(id) == 0 || len(id) > 255 {
 		return m, fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))

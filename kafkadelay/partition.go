@@ -115,7 +115,7 @@ func (r *Republisher) parse(e *entry, rec *kgo.Record, now time.Time) {
 	it.meta, it.err = parseMeta(rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
-		if _, isBucket := r.cfg.Ladder.Bucket(dest); isBucket || dest == r.cfg.DeadLetterTopic {
+		if r.isOurs(dest) {
 			it.err = fmt.Errorf("%w: destination %q is a bucket or dead-letter topic", ErrInvalid, dest)
 		}
 	}

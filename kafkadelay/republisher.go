@@ -137,9 +137,9 @@ type Republisher struct {
 	// then mu.
 	commitMu sync.Mutex
 
-	// names interns destination topic names; only the poll loop (parse)
-	// uses it.
-	names   map[string]string
+	// names interns destination topic names with what parse checks of
+	// them; only the poll loop (parse) uses it.
+	names   map[string]destName
 	creator *creator // nil unless Config.CreateDestinations
 
 	runOnce      sync.Once
@@ -333,20 +333,48 @@ func balancer(name string) kgo.GroupBalancer {
 	return nil
 }
 
+// destName is an interned destination name: its ValidTopic error, and
+// whether it is a bucket or the dead-letter topic.
+type destName struct {
+	name    string
+	invalid error
+	ours    bool
+}
+
 // intern returns the string of b, one copy per distinct name (up to
-// 10,000 names; then it stops remembering new ones).
-func (r *Republisher) intern(b []byte) string {
-	if s, ok := r.names[string(b)]; ok {
-		return s
+// 10,000 names; then it stops remembering new ones), and ValidTopic's
+// verdict on it. It remembers whether the name is a bucket or the
+// dead-letter topic for parse (see isOurs).
+func (r *Republisher) intern(b []byte) (string, error) {
+	d := r.destName(b)
+	return d.name, d.invalid
+}
+
+// isOurs reports whether a destination is a bucket or the dead-letter
+// topic.
+func (r *Republisher) isOurs(dest string) bool {
+	if d, ok := r.names[dest]; ok {
+		return d.ours
+	}
+	_, isBucket := r.cfg.Ladder.Bucket(dest)
+	return isBucket || dest == r.cfg.DeadLetterTopic
+}
+
+// destName returns b's interned name.
+func (r *Republisher) destName(b []byte) destName {
+	if d, ok := r.names[string(b)]; ok {
+		return d
 	}
 	s := string(b)
+	_, isBucket := r.cfg.Ladder.Bucket(s)
+	d := destName{name: s, invalid: ValidTopic(s), ours: isBucket || s == r.cfg.DeadLetterTopic}
 	if r.names == nil {
-		r.names = make(map[string]string)
+		r.names = make(map[string]destName)
 	}
 	if len(r.names) < 10000 {
-		r.names[s] = s
+		r.names[s] = d
 	}
-	return s
+	return d
 }
 
 // fetchWait is the broker's long-poll wait: half the prefetch, so that a
