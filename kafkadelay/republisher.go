@@ -429,10 +429,10 @@ func (r *Republisher) run(ctx context.Context) error {
 		// Headers are parsed before taking the lock, which produce
 		// callbacks need too.
 		now := time.Now()
-		// The entries of a partition's records are allocated together
-		// (franz-go allocates the records of a fetch together too, and an
-		// entry keeps its record: one slab's entries are alive about as
-		// long as the fetch's records).
+		// The entries of a partition's records are allocated together,
+		// slabEntries at a time (franz-go allocates the records of a
+		// fetch together too, and an entry keeps its record: one slab's
+		// entries are alive about as long as the fetch's records).
 		type batch struct {
 			key   tp
 			items []*entry
@@ -442,10 +442,14 @@ func (r *Republisher) run(ctx context.Context) error {
 			if len(f.Records) == 0 {
 				return
 			}
-			slab := make([]entry, len(f.Records))
+			var slab []entry
 			items := make([]*entry, len(f.Records))
 			for i, rec := range f.Records {
-				e := &slab[i]
+				if len(slab) == 0 {
+					slab = make([]entry, min(len(f.Records)-i, slabEntries))
+				}
+				e := &slab[0]
+				slab = slab[1:]
 				r.parse(e, rec, now)
 				items[i] = e
 			}
@@ -478,6 +482,13 @@ func (r *Republisher) run(ctx context.Context) error {
 	r.cl.Close()
 	return nil
 }
+
+// slabEntries is how many entries the poll loop allocates at once: 64
+// entries (288 bytes each) stay under the Go runtime's 32 KB small-object
+// limit, so slabs come from reused size-classed spans rather than as large
+// allocations zeroed and faulted in for each fetch, and a long-lived entry
+// keeps at most 63 others' memory alive.
+const slabEntries = 64
 
 // checkTopics fails when a bucket topic or the dead-letter topic does not
 // exist, naming it, rather than consuming nothing or dead-lettering into
