@@ -83,16 +83,17 @@ func (m *Meta) dueMillis() int64 { return m.Due.UnixMilli() }
 // Kafka topic name). The timestamp header is optional. Errors wrap
 // [ErrInvalid].
 func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
-	return parseMeta(headers, nil)
+	var m Meta
+	err := parseMeta(&m, headers, nil)
+	return m, err
 }
 
-// parseMeta is ParseMeta; intern, when not nil, returns the string of a
-// destination's bytes and ValidTopic's verdict on it (the republisher keeps
-// one copy of each name and its verdict rather than allocating and checking
-// one per record).
-func parseMeta(headers []kgo.RecordHeader, intern func([]byte) (string, error)) (Meta, error) {
+// parseMeta is ParseMeta into m (a zero Meta); intern, when not nil,
+// returns the string of a destination's bytes and ValidTopic's verdict on
+// it (the republisher keeps one copy of each name and its verdict rather
+// than allocating and checking one per record).
+func parseMeta(m *Meta, headers []kgo.RecordHeader, intern func([]byte) (string, error)) error {
 	var (
-		m                         Meta
 		due, dest, id, ts         []byte
 		seenDue, seenDest, seenID bool
 		seenTS                    bool
@@ -113,22 +114,22 @@ func parseMeta(headers []kgo.RecordHeader, intern func([]byte) (string, error)) 
 			continue
 		}
 		if *seen {
-			return m, fmt.Errorf("%w: header %s appears twice", ErrInvalid, h.Key)
+			return fmt.Errorf("%w: header %s appears twice", ErrInvalid, h.Key)
 		}
 		*seen = true
 		*into = h.Value
 	}
 	switch {
 	case !seenDue:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDue)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDue)
 	case !seenDest:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDestination)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDestination)
 	case !seenID:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderID)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderID)
 	}
 	ms, err := parseMillisBytes(due)
 	if err != nil {
-		return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
+		return fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
 	}
 	m.Due = time.UnixMilli(ms)
 	var invalid error
@@ -139,20 +140,20 @@ func parseMeta(headers []kgo.RecordHeader, intern func([]byte) (string, error)) 
 		invalid = ValidTopic(m.Destination)
 	}
 	if invalid != nil {
-		return m, fmt.Errorf("header %s: %w", HeaderDestination, invalid)
+		return fmt.Errorf("header %s: %w", HeaderDestination, invalid)
 	}
 	if len(id) == 0 || len(id) > 255 {
-		return m, fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))
+		return fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))
 	}
 	m.ID = string(id)
 	if seenTS {
 		ms, err := parseMillisBytes(ts)
 		if err != nil {
-			return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderTimestamp, err)
+			return fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderTimestamp, err)
 		}
 		m.Timestamp = time.UnixMilli(ms)
 	}
-	return m, nil
+	return nil
 }
 
 // parseMillisBytes is parseMillis without converting b to a string

@@ -112,7 +112,7 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 func (r *Republisher) parse(e *entry, rec *kgo.Record, now time.Time) {
 	it := &e.item
 	it.rec, it.off, it.epoch, it.seen = rec, rec.Offset, rec.LeaderEpoch, now
-	it.meta, it.err = parseMeta(rec.Headers, r.intern)
+	it.err = parseMeta(&it.meta, rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
 		if r.isOurs(dest) {
