@@ -140,6 +140,7 @@ type Republisher struct {
 	// names interns destination topic names with what parse checks of
 	// them; only the poll loop (parse) uses it.
 	names   map[string]destName
+	last    destName // the latest name looked up (most fetches hold few destinations)
 	creator *creator // nil unless Config.CreateDestinations
 
 	runOnce      sync.Once
@@ -353,6 +354,9 @@ func (r *Republisher) intern(b []byte) (string, error) {
 // isOurs reports whether a destination is a bucket or the dead-letter
 // topic.
 func (r *Republisher) isOurs(dest string) bool {
+	if dest == r.last.name && r.last.name != "" {
+		return r.last.ours
+	}
 	if d, ok := r.names[dest]; ok {
 		return d.ours
 	}
@@ -362,7 +366,11 @@ func (r *Republisher) isOurs(dest string) bool {
 
 // destName returns b's interned name.
 func (r *Republisher) destName(b []byte) destName {
+	if string(b) == r.last.name && r.last.name != "" {
+		return r.last
+	}
 	if d, ok := r.names[string(b)]; ok {
+		r.last = d
 		return d
 	}
 	s := string(b)
@@ -374,6 +382,7 @@ func (r *Republisher) destName(b []byte) destName {
 	if len(r.names) < 10000 {
 		r.names[s] = d
 	}
+	r.last = d
 	return d
 }
 
