@@ -75,25 +75,28 @@ func BenchmarkRepublisherDue(b *testing.B) {
 
 // BenchmarkForwarder: a plain consumer-group forwarder of the same records
 // (poll, produce each with the same producer settings, wait for the acks,
-// commit).
+// commit). Its CPU is counted from the group assignment, as the
+// republisher's is (its first fetches included); its wall-clock time from
+// its first poll.
 func BenchmarkForwarder(b *testing.B) {
 	c := newCluster(b)
 	preloadDue(b, c, b.N)
 	ready := make(chan struct{})
 	var once sync.Once
+	var cpu time.Duration // set before ready is closed
 	cl := c.client(b, kgo.ConsumerGroup("fwd"), kgo.ConsumeTopics(c.ladder.Topics()...), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ProducerLinger(0),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { once.Do(func() { close(ready) }) }))
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			once.Do(func() { cpu = processCPU(); close(ready) })
+		}))
 	ctx := context.Background()
 	moved := 0
 	started := false
-	var cpu time.Duration
 	for moved < b.N {
 		recs := cl.PollRecords(ctx, 10000).Records()
 		if !started {
 			<-ready
 			b.ResetTimer()
-			cpu = processCPU()
 			started = true
 		}
 		var wg sync.WaitGroup

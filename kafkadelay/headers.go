@@ -83,15 +83,17 @@ func (m *Meta) dueMillis() int64 { return m.Due.UnixMilli() }
 // Kafka topic name). The timestamp header is optional. Errors wrap
 // [ErrInvalid].
 func ParseMeta(headers []kgo.RecordHeader) (Meta, error) {
-	return parseMeta(headers, nil)
+	var m Meta
+	err := parseMeta(&m, headers, nil)
+	return m, err
 }
 
-// parseMeta is ParseMeta; intern, when not nil, returns the string of a
-// destination's bytes (the republisher keeps one copy of each name rather
-// than allocating one per record).
-func parseMeta(headers []kgo.RecordHeader, intern func([]byte) string) (Meta, error) {
+// parseMeta is ParseMeta into m (a zero Meta); intern, when not nil,
+// returns the string of a destination's bytes and ValidTopic's verdict on
+// it (the republisher keeps one copy of each name and its verdict rather
+// than allocating and checking one per record).
+func parseMeta(m *Meta, headers []kgo.RecordHeader, intern func([]byte) (string, error)) error {
 	var (
-		m                         Meta
 		due, dest, id, ts         []byte
 		seenDue, seenDest, seenID bool
 		seenTS                    bool
@@ -112,44 +114,46 @@ func parseMeta(headers []kgo.RecordHeader, intern func([]byte) string) (Meta, er
 			continue
 		}
 		if *seen {
-			return m, fmt.Errorf("%w: header %s appears twice", ErrInvalid, h.Key)
+			return fmt.Errorf("%w: header %s appears twice", ErrInvalid, h.Key)
 		}
 		*seen = true
 		*into = h.Value
 	}
 	switch {
 	case !seenDue:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDue)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDue)
 	case !seenDest:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDestination)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderDestination)
 	case !seenID:
-		return m, fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderID)
+		return fmt.Errorf("%w: header %s is missing", ErrInvalid, HeaderID)
 	}
 	ms, err := parseMillisBytes(due)
 	if err != nil {
-		return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
+		return fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderDue, err)
 	}
 	m.Due = time.UnixMilli(ms)
+	var invalid error
 	if intern != nil {
-		m.Destination = intern(dest)
+		m.Destination, invalid = intern(dest)
 	} else {
 		m.Destination = string(dest)
+		invalid = ValidTopic(m.Destination)
 	}
-	if err := ValidTopic(m.Destination); err != nil {
-		return m, fmt.Errorf("header %s: %w", HeaderDestination, err)
+	if invalid != nil {
+		return fmt.Errorf("header %s: %w", HeaderDestination, invalid)
 	}
 	if len(id) == 0 || len(id) > 255 {
-		return m, fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))
+		return fmt.Errorf("%w: header %s: %d bytes (want 1 to 255)", ErrInvalid, HeaderID, len(id))
 	}
 	m.ID = string(id)
 	if seenTS {
 		ms, err := parseMillisBytes(ts)
 		if err != nil {
-			return m, fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderTimestamp, err)
+			return fmt.Errorf("%w: header %s: %v", ErrInvalid, HeaderTimestamp, err)
 		}
 		m.Timestamp = time.UnixMilli(ms)
 	}
-	return m, nil
+	return nil
 }
 
 // parseMillisBytes is parseMillis without converting b to a string
@@ -235,17 +239,18 @@ func appendMeta(user []kgo.RecordHeader, m *Meta) []kgo.RecordHeader {
 }
 
 // deadHeaders returns a dead-lettered record's headers: the bucket record's
-// own (ontime's included, as read) followed by the reason and the source.
-func deadHeaders(src *kgo.Record, reason string) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(src.Headers)+2)
-	for _, h := range src.Headers {
+// own (ontime's included, as read) followed by the reason and the source
+// (the bucket record's topic, partition and offset).
+func deadHeaders(headers []kgo.RecordHeader, topic string, partition int32, offset int64, reason string) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, 0, len(headers)+2)
+	for _, h := range headers {
 		if h.Key != HeaderDeadReason && h.Key != HeaderDeadSource {
 			out = append(out, h)
 		}
 	}
 	return append(out,
 		kgo.RecordHeader{Key: HeaderDeadReason, Value: []byte(reason)},
-		kgo.RecordHeader{Key: HeaderDeadSource, Value: []byte(fmt.Sprintf("%s/%d/%d", src.Topic, src.Partition, src.Offset))},
+		kgo.RecordHeader{Key: HeaderDeadSource, Value: []byte(fmt.Sprintf("%s/%d/%d", topic, partition, offset))},
 	)
 }
 

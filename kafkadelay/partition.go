@@ -21,7 +21,7 @@ type partition struct {
 	smallest bool // the smallest bucket: records are read at once
 	counters *counters
 
-	buf       []item    // fetched, in offset order; taken ones are skipped (see item.taken)
+	buf       []*entry  // fetched, in offset order; taken ones are skipped (see item.taken)
 	checked   int       // buf[:checked] were checked for taking out of order
 	waiting   int       // items in buf not taken
 	maxStep   time.Time // the latest step of the items in buf[:checked] not taken
@@ -45,12 +45,19 @@ type partition struct {
 
 // item is a fetched record with what its headers say.
 type item struct {
-	rec  *kgo.Record
-	seen time.Time // when this republisher fetched it
-	meta Meta
-	err  error // the headers are missing or malformed
-	// taken: taken out of order (it is in inflight); the head loop
-	// skips it.
+	// rec is the fetched record. Once taken and sent to a bucket or the
+	// destination, it is the record produced (its Topic, Timestamp,
+	// Partition and Offset are the produce's): off and epoch keep where
+	// it was read.
+	rec   *kgo.Record
+	off   int64     // rec's offset in the bucket partition
+	epoch int32     // rec's leader epoch
+	seen  time.Time // when this republisher fetched it
+	meta  Meta
+	err   error // the headers are missing or malformed
+	// taken: the entry is in inflight; the head loop skips it in buf
+	// (where a record taken out of order stays until the head reaches
+	// it).
 	taken bool
 }
 
@@ -73,7 +80,8 @@ const (
 	deadLetter                   // to the dead-letter topic
 )
 
-// entry is a taken record.
+// entry is a fetched record (in buf) and, once taken (in inflight), what
+// happens to it. The entries of a fetch are allocated together.
 type entry struct {
 	item
 	p        *partition
@@ -82,8 +90,7 @@ type entry struct {
 	state    entryState
 	timer    *time.Timer
 	kind     actionKind
-	out      *kgo.Record // what is being produced (outRec, or a dead letter's copy)
-	outRec   kgo.Record  // the record produced, allocated with the entry
+	out      *kgo.Record // what is being produced (rec, or a dead letter's copy)
 	to       Bucket      // the bucket of a reroute
 	reason   string      // the reason of a dead letter
 	attempts int
@@ -100,24 +107,25 @@ func newPartition(topic string, id int32, b Bucket, smallest bool) *partition {
 	return &partition{topic: topic, id: id, bucket: b, smallest: smallest, committed: -1, first: -1}
 }
 
-// parse reads a fetched record's headers into an item. It needs no lock.
-func (r *Republisher) parse(rec *kgo.Record, now time.Time) item {
-	it := item{rec: rec, seen: now}
-	it.meta, it.err = parseMeta(rec.Headers, r.intern)
+// parse reads a fetched record's headers into e, an entry not taken yet.
+// It needs no lock.
+func (r *Republisher) parse(e *entry, rec *kgo.Record, now time.Time) {
+	it := &e.item
+	it.rec, it.off, it.epoch, it.seen = rec, rec.Offset, rec.LeaderEpoch, now
+	it.err = parseMeta(&it.meta, rec.Headers, r.intern)
 	if it.err == nil {
 		dest := it.meta.Destination
-		if _, isBucket := r.cfg.Ladder.Bucket(dest); isBucket || dest == r.cfg.DeadLetterTopic {
+		if r.isOurs(dest) {
 			it.err = fmt.Errorf("%w: destination %q is a bucket or dead-letter topic", ErrInvalid, dest)
 		}
 	}
-	return it
 }
 
 // bucketStep is when a record leaves this partition's bucket by the
 // bucket's delay: the delay after it was produced here, but never more than
 // the delay after this republisher fetched it (a producer whose clock runs
 // ahead cannot hold a partition back).
-func (p *partition) bucketStep(it *item) time.Time {
+func (p *partition) bucketStep(it *entry) time.Time {
 	s := it.rec.Timestamp.Add(p.bucket.Delay)
 	if late := it.seen.Add(p.bucket.Delay); late.Before(s) {
 		s = late
@@ -127,7 +135,7 @@ func (p *partition) bucketStep(it *item) time.Time {
 
 // stepAt is when a record leaves this partition's bucket: its bucketStep,
 // or its due instant if that is earlier.
-func (p *partition) stepAt(it *item) time.Time {
+func (p *partition) stepAt(it *entry) time.Time {
 	s := p.bucketStep(it)
 	if it.meta.Due.Before(s) {
 		s = it.meta.Due
@@ -162,7 +170,7 @@ func (r *Republisher) pump(p *partition, now time.Time, acts []action) []action 
 // taken and arms a wake-up for the first that is not. r.mu is held.
 func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []action {
 	for p.failing == 0 && len(p.buf) > 0 {
-		it := &p.buf[0]
+		it := p.buf[0]
 		if !it.taken {
 			var step time.Time
 			if it.err == nil {
@@ -176,7 +184,7 @@ func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []act
 			}
 			acts = r.take(p, it, step, now, acts)
 		}
-		p.buf[0] = item{}
+		p.buf[0] = nil
 		p.buf = p.buf[1:]
 		if p.checked > 0 {
 			p.checked--
@@ -210,7 +218,7 @@ func (r *Republisher) takeHead(p *partition, now time.Time, acts []action) []act
 // r.mu is held.
 func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []action {
 	for ; p.checked < len(p.buf); p.checked++ {
-		it := &p.buf[p.checked]
+		it := p.buf[p.checked]
 		if it.taken {
 			continue
 		}
@@ -229,7 +237,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 		if step.Before(p.bucketStep(it).Add(-r.prefetch)) {
 			if p.counters.outOfOrder == 0 {
 				r.log.Info("kafkadelay: a record is in a bucket larger than its remaining delay (a producer that rounds up?); moving it on at once (counted in the stats as out_of_order, logged once)",
-					"source", p.topic, "partition", p.id, "offset", it.rec.Offset, "due", it.meta.Due, "bucket", p.bucket.Delay)
+					"source", p.topic, "partition", p.id, "offset", it.off, "due", it.meta.Due, "bucket", p.bucket.Delay)
 			}
 			p.counters.outOfOrder++
 			acts = r.take(p, it, now, now, acts)
@@ -238,7 +246,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 		if p.maxStep.Sub(step) > r.prefetch {
 			// Move on what would hold this record up.
 			for j := 0; j < p.checked; j++ {
-				b := &p.buf[j]
+				b := p.buf[j]
 				if b.taken || b.err != nil {
 					continue
 				}
@@ -249,7 +257,7 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 			}
 			p.maxStep = time.Time{}
 			for j := 0; j < p.checked; j++ {
-				if b := &p.buf[j]; !b.taken && b.err == nil {
+				if b := p.buf[j]; !b.taken && b.err == nil {
 					if s := p.stepAt(b); s.After(p.maxStep) {
 						p.maxStep = s
 					}
@@ -266,19 +274,19 @@ func (r *Republisher) checkNew(p *partition, now time.Time, acts []action) []act
 // take moves a buffered record into inflight (kept in offset order) and
 // decides what happens to it; step is when it leaves its bucket (now for a
 // record moved on out of order). r.mu is held.
-func (r *Republisher) take(p *partition, it *item, step, now time.Time, acts []action) []action {
-	e := &entry{item: *it, p: p, step: step, target: step}
-	e.item.taken = false
-	it.taken = true
+func (r *Republisher) take(p *partition, e *entry, step, now time.Time, acts []action) []action {
+	e.p, e.step, e.target = p, step, step
+	e.taken = true
+	it := &e.item
 	p.waiting--
-	if off := it.rec.Offset; p.first < 0 || off < p.first {
+	if off := it.off; p.first < 0 || off < p.first {
 		p.first = off
 	}
 	n := len(p.inflight)
-	if n == 0 || p.inflight[n-1].rec.Offset < e.rec.Offset {
+	if n == 0 || p.inflight[n-1].off < e.off {
 		p.inflight = append(p.inflight, e)
 	} else {
-		i, _ := slices.BinarySearchFunc(p.inflight, e.rec.Offset, func(x *entry, off int64) int { return cmp.Compare(x.rec.Offset, off) })
+		i, _ := slices.BinarySearchFunc(p.inflight, e.off, func(x *entry, off int64) int { return cmp.Compare(x.off, off) })
 		p.inflight = slices.Insert(p.inflight, i, e)
 	}
 	p.pending++
@@ -363,9 +371,11 @@ func (r *Republisher) wait(e *entry, at, now time.Time, acts []action) []action 
 
 // send builds e's record for its kind and queues its produce.
 func (r *Republisher) send(e *entry, acts []action) []action {
+	// A reroute or a release produces the fetched record itself with a
+	// new topic: key, value and headers stay as read. Its context is the
+	// fetch's; Produce sets it to its own (never cancelled).
 	src := e.rec
-	e.outRec = kgo.Record{Key: src.Key, Value: src.Value, Headers: src.Headers}
-	out := &e.outRec
+	out := src
 	cl := r.cl
 	switch e.kind {
 	case reroute:
@@ -374,9 +384,10 @@ func (r *Republisher) send(e *entry, acts []action) []action {
 		out.Topic = e.meta.Destination
 		cl = r.dest
 	case deadLetter:
-		out.Topic = r.cfg.DeadLetterTopic
-		out.Headers = deadHeaders(src, e.reason)
+		out = &kgo.Record{Key: src.Key, Value: src.Value, Topic: r.cfg.DeadLetterTopic,
+			Headers: deadHeaders(src.Headers, e.p.topic, e.p.id, e.off, e.reason)}
 	}
+	out.Context = nil
 	e.out = out
 	e.state = inProduce
 	e.p.producing++
@@ -417,7 +428,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		e.attempts++
 		c.errors++
 		p.errors++
-		fail := ProduceFailure{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Target: e.out.Topic, Attempt: e.attempts, Err: err}
+		fail := ProduceFailure{Source: p.topic, Partition: p.id, Offset: e.off, Target: e.out.Topic, Attempt: e.attempts, Err: err}
 		var acts []action
 		first := false
 		switch reason := undeliverable(err); {
@@ -440,7 +451,7 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 		r.mu.Unlock()
 		if first {
 			r.log.Warn("kafkadelay: produce failed; partition paused, retrying with backoff", "source", p.topic, "partition", p.id,
-				"offset", e.rec.Offset, "target", fail.Target, "err", err)
+				"offset", e.off, "target", fail.Target, "err", err)
 		}
 		r.obs.ProduceFailed(fail)
 		r.do(acts)
@@ -476,12 +487,12 @@ func (r *Republisher) produced(e *entry, at time.Time, early bool, err error) {
 
 	switch e.kind {
 	case release:
-		r.obs.Released(Release{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Destination: e.meta.Destination, ID: e.meta.ID,
+		r.obs.Released(Release{Source: p.topic, Partition: p.id, Offset: e.off, Destination: e.meta.Destination, ID: e.meta.ID,
 			Due: e.meta.Due, Produced: at, Acked: now, Early: early})
 	case reroute:
 		r.obs.Rerouted(p.bucket, e.to)
 	case deadLetter:
-		r.obs.DeadLettered(DeadLetter{Source: p.topic, Partition: p.id, Offset: e.rec.Offset, Reason: e.reason})
+		r.obs.DeadLettered(DeadLetter{Source: p.topic, Partition: p.id, Offset: e.off, Reason: e.reason})
 	}
 }
 
@@ -525,14 +536,14 @@ func (p *partition) popFinished() {
 	limit := int64(-1) // the first buffered record not taken: nothing at or past it is committed
 	for j := range p.buf {
 		if !p.buf[j].taken {
-			limit = p.buf[j].rec.Offset
+			limit = p.buf[j].off
 			break
 		}
 	}
 	i := 0
-	for ; i < len(p.inflight) && p.inflight[i].state == finished && (limit < 0 || p.inflight[i].rec.Offset < limit); i++ {
-		rec := p.inflight[i].rec
-		p.next = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+	for ; i < len(p.inflight) && p.inflight[i].state == finished && (limit < 0 || p.inflight[i].off < limit); i++ {
+		e := p.inflight[i]
+		p.next = kgo.EpochOffset{Epoch: e.epoch, Offset: e.off + 1}
 		p.hasNext = true
 		p.inflight[i] = nil
 	}
@@ -651,7 +662,7 @@ func (p *partition) headLate(now time.Time) time.Duration {
 		}
 	}
 	for j := range p.buf {
-		it := &p.buf[j]
+		it := p.buf[j]
 		if it.taken {
 			continue
 		}

@@ -137,9 +137,10 @@ type Republisher struct {
 	// then mu.
 	commitMu sync.Mutex
 
-	// names interns destination topic names; only the poll loop (parse)
-	// uses it.
-	names   map[string]string
+	// names interns destination topic names with what parse checks of
+	// them; only the poll loop (parse) uses it.
+	names   map[string]destName
+	last    destName // the latest name looked up (most fetches hold few destinations)
 	creator *creator // nil unless Config.CreateDestinations
 
 	runOnce      sync.Once
@@ -333,20 +334,56 @@ func balancer(name string) kgo.GroupBalancer {
 	return nil
 }
 
+// destName is an interned destination name: its ValidTopic error, and
+// whether it is a bucket or the dead-letter topic.
+type destName struct {
+	name    string
+	invalid error
+	ours    bool
+}
+
 // intern returns the string of b, one copy per distinct name (up to
-// 10,000 names; then it stops remembering new ones).
-func (r *Republisher) intern(b []byte) string {
-	if s, ok := r.names[string(b)]; ok {
-		return s
+// 10,000 names; then it stops remembering new ones), and ValidTopic's
+// verdict on it. It remembers whether the name is a bucket or the
+// dead-letter topic for parse (see isOurs).
+func (r *Republisher) intern(b []byte) (string, error) {
+	d := r.destName(b)
+	return d.name, d.invalid
+}
+
+// isOurs reports whether a destination is a bucket or the dead-letter
+// topic.
+func (r *Republisher) isOurs(dest string) bool {
+	if dest == r.last.name && r.last.name != "" {
+		return r.last.ours
+	}
+	if d, ok := r.names[dest]; ok {
+		return d.ours
+	}
+	_, isBucket := r.cfg.Ladder.Bucket(dest)
+	return isBucket || dest == r.cfg.DeadLetterTopic
+}
+
+// destName returns b's interned name.
+func (r *Republisher) destName(b []byte) destName {
+	if string(b) == r.last.name && r.last.name != "" {
+		return r.last
+	}
+	if d, ok := r.names[string(b)]; ok {
+		r.last = d
+		return d
 	}
 	s := string(b)
+	_, isBucket := r.cfg.Ladder.Bucket(s)
+	d := destName{name: s, invalid: ValidTopic(s), ours: isBucket || s == r.cfg.DeadLetterTopic}
 	if r.names == nil {
-		r.names = make(map[string]string)
+		r.names = make(map[string]destName)
 	}
 	if len(r.names) < 10000 {
-		r.names[s] = s
+		r.names[s] = d
 	}
-	return s
+	r.last = d
+	return d
 }
 
 // fetchWait is the broker's long-poll wait: half the prefetch, so that a
@@ -383,6 +420,7 @@ func (r *Republisher) run(ctx context.Context) error {
 		defer close(commitDone)
 		r.commitLoop(commitCtx)
 	}()
+	var acts []action // reused from poll to poll
 	for {
 		if !r.waitRoom(ctx) {
 			break
@@ -400,24 +438,35 @@ func (r *Republisher) run(ctx context.Context) error {
 		// Headers are parsed before taking the lock, which produce
 		// callbacks need too.
 		now := time.Now()
+		// The entries of a partition's records are allocated together,
+		// slabEntries at a time (franz-go allocates the records of a
+		// fetch together too, and an entry keeps its record: one slab's
+		// entries are alive about as long as the fetch's records).
 		type batch struct {
 			key   tp
-			items []item
+			items []*entry
 		}
 		var batches []batch
 		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
 			if len(f.Records) == 0 {
 				return
 			}
-			items := make([]item, len(f.Records))
+			var slab []entry
+			items := make([]*entry, len(f.Records))
 			for i, rec := range f.Records {
-				items[i] = r.parse(rec, now)
+				if len(slab) == 0 {
+					slab = make([]entry, min(len(f.Records)-i, slabEntries))
+				}
+				e := &slab[0]
+				slab = slab[1:]
+				r.parse(e, rec, now)
+				items[i] = e
 			}
 			batches = append(batches, batch{tp{f.Topic, f.Partition}, items})
 		})
 		// One partition at a time, so that produce callbacks (which need
 		// the lock too) are not held up behind a whole poll.
-		var acts []action
+		acts = acts[:0]
 		for _, b := range batches {
 			r.mu.Lock()
 			if p := r.parts[b.key]; p != nil {
@@ -433,6 +482,7 @@ func (r *Republisher) run(ctx context.Context) error {
 		}
 		r.cl.AllowRebalance()
 		r.do(acts)
+		clear(acts) // keep no entry alive
 	}
 	stopCommits()
 	<-commitDone
@@ -441,6 +491,13 @@ func (r *Republisher) run(ctx context.Context) error {
 	r.cl.Close()
 	return nil
 }
+
+// slabEntries is how many entries the poll loop allocates at once: 64
+// entries (288 bytes each) stay under the Go runtime's 32 KB small-object
+// limit, so slabs come from reused size-classed spans rather than as large
+// allocations zeroed and faulted in for each fetch, and a long-lived entry
+// keeps at most 63 others' memory alive.
+const slabEntries = 64
 
 // checkTopics fails when a bucket topic or the dead-letter topic does not
 // exist, naming it, rather than consuming nothing or dead-lettering into

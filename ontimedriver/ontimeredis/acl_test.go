@@ -3,6 +3,9 @@ package ontimeredis_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +23,7 @@ import (
 // The ACL rules of the package documentation ("ACL rules"), for the
 // default prefix; the tests put each driver's own prefix in its place.
 const (
-	aclCommands = "-@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange " +
+	aclCommands = "-@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange +get +set +wait " +
 		"+hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink " +
 		"+zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore"
 	aclSubscribe = "+subscribe +unsubscribe +psubscribe +punsubscribe"
@@ -171,5 +174,34 @@ func TestACLPublisherRules(t *testing.T) {
 			!strings.Contains(err.Error(), "ACL rules") {
 			t.Errorf("%s: error %q; want %q and a pointer to the ACL rules", c.what, err, c.want)
 		}
+	}
+}
+
+// TestACLCoversScriptCommands: every command a script runs is in the
+// documented rules, so that a script that starts using a new command (as
+// the shard count's GET and SET did) fails here, not on a user's server.
+func TestACLCoversScriptCommands(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("lua", "*.lua"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("lua scripts: %v %v", files, err)
+	}
+	call := regexp.MustCompile(`(?:redis\.p?call|many)\('([A-Za-z]+)'`)
+	granted := strings.Fields(aclCommands)
+	seen := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			cmd := strings.ToLower(m[1])
+			if !slices.Contains(granted, "+"+cmd) && !slices.ContainsFunc(granted, func(g string) bool { return strings.HasPrefix(g, "+"+cmd+"|") }) {
+				t.Errorf("%s runs %s, which the ACL rules do not grant", f, m[1])
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("found %d commands in the scripts", seen)
 	}
 }

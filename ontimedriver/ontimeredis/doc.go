@@ -161,18 +161,19 @@
 // A Redis user (ACL) for ontime needs, with the default prefix "ontime:"
 // (replace it with yours; native layout):
 //
-//	ACL SETUSER ontime-worker on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange
+//	ACL SETUSER ontime-worker on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange +get +set +wait
 //	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    +subscribe +unsubscribe +psubscribe +punsubscribe
 //	    resetkeys ~ontime:* resetchannels &ontime:* &ontime:{*}:wake
 //
 // The commands are those the driver sends (PING, EVALSHA and EVAL, the
-// topic registry's SMEMBERS/SADD/SREM/SSCAN, EXISTS, ZCARD, ZRANGE) and
-// those its scripts run: Redis checks a script's commands against the user
-// too (GET and SET read and record a sharded topic's shard count). Every
-// key starts with the prefix (~ontime:*: the topics' keys, the registry
-// ontime:topics and the index ontime:{topics}:*). The scripts
+// topic registry's SMEMBERS/SADD/SREM/SSCAN, EXISTS, ZCARD, ZRANGE, and
+// WAIT for Options.WaitReplicas) and those its scripts run (GET and SET
+// read and record a sharded topic's shard count): Redis checks a script's
+// commands against the user too. Every key starts with the prefix
+// (~ontime:*: the topics' keys, the registry ontime:topics and the index
+// ontime:{topics}:*). The scripts
 // PUBLISH wake-ups on ontime:{topic}:wake, and workers SUBSCRIBE to them
 // (&ontime:*). A pattern worker (ontime.HandleTopics with pattern P)
 // PSUBSCRIBEs to ontime:{P}:wake, and Redis allows a PSUBSCRIBE only when
@@ -184,7 +185,7 @@
 // needs the same without the four subscribe commands and the literal
 // patterns:
 //
-//	ACL SETUSER ontime-publisher on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +get +set +zcard +zrange
+//	ACL SETUSER ontime-publisher on >secret -@all +ping +evalsha +eval +smembers +sadd +srem +sscan +exists +zcard +zrange +get +set +wait
 //	    +hget +hmget +hset +hdel +hexists +hkeys +incrby +object|encoding +publish +time +unlink
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    resetkeys ~ontime:* resetchannels &ontime:*
