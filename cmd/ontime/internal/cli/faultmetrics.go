@@ -19,13 +19,11 @@ type topicFaultsCollector struct {
 	count, topic *prometheus.Desc
 }
 
-// registerTopicFaults registers the collector when the store's driver
-// reports topic faults.
+// registerTopicFaults registers the collector; with a store whose driver
+// does not report topic faults (the embedded store) the count is always 0,
+// so that dashboards and alerts have the series on every store.
 func registerTopicFaults(reg prometheus.Registerer, d ontimedriver.Driver) error {
-	tf, ok := ontimedriver.As[ontimedriver.TopicFaults](d)
-	if !ok {
-		return nil
-	}
+	tf, _ := ontimedriver.As[ontimedriver.TopicFaults](d)
 	return reg.Register(&topicFaultsCollector{
 		tf: tf,
 		count: prometheus.NewDesc("ontime_store_unavailable_topics",
@@ -43,7 +41,10 @@ func (c *topicFaultsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *topicFaultsCollector) Collect(ch chan<- prometheus.Metric) {
-	faults := c.tf.UnavailableTopics()
+	var faults []ontimedriver.TopicFault
+	if c.tf != nil {
+		faults = c.tf.UnavailableTopics()
+	}
 	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(len(faults)))
 	for i, f := range faults {
 		if i == maxFaultLabels {
