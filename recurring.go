@@ -329,7 +329,9 @@ func (c *Client) PublishRecurring(ctx context.Context, topic, id string, sched s
 	if err := ontimedriver.ValidateDue(tk.Due); err != nil {
 		return time.Time{}, err
 	}
+	start := time.Now()
 	res, err := r.ScheduleRecurring(ctx, full, ontimedriver.NewRecurring{ID: id, Spec: spec, At: tk.Due, TickAt: first, Tick: 1, Payload: nt.Payload}, scheduleMode(m.ifAbsent))
+	reportStoreCall(ctx, c.drv, "schedule_recurring", full, start, err)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -345,7 +347,10 @@ func (c *Client) Pause(ctx context.Context, topic, id string) error {
 	if err != nil {
 		return err
 	}
-	return r.PauseRecurring(ctx, full, id)
+	start := time.Now()
+	err = r.PauseRecurring(ctx, full, id)
+	reportStoreCall(ctx, c.drv, "pause_recurring", full, start, err)
+	return err
 }
 
 // Resume resumes a paused recurring timer: its next tick is the
@@ -372,7 +377,10 @@ func (c *Client) Resume(ctx context.Context, topic, id string) error {
 	if next.IsZero() {
 		return invalidf("Resume: schedule %q has no tick after now", rs.canon)
 	}
-	return r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
+	start := time.Now()
+	err = r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
+	reportStoreCall(ctx, c.drv, "resume_recurring", full, start, err)
+	return err
 }
 
 func (c *Client) recurringCall(topic, id string) (string, ontimedriver.Recurring, error) {

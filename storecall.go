@@ -29,8 +29,10 @@ type StoreCall struct {
 	// "claim", "settle", "extend", "cancel", "cancel_batch", "get", "list", "count",
 	// "topics", "list_dead", "replay_dead", "replay_all_dead", "purge_dead",
 	// "purge_all_dead", "count_due", "fire_now", "due_topics" (the
-	// HandleTopics loop asking the topic index), "subscribe" or "ping". A
-	// Driver method not in this list is not reported.
+	// HandleTopics loop asking the topic index), "subscribe", "ping", or
+	// for recurring timers (ontimedriver.Recurring) "schedule_recurring",
+	// "pause_recurring" and "resume_recurring". A Driver method not in
+	// this list is not reported.
 	Op string
 	// Topic is the full topic, or "" for "topics" and "ping".
 	Topic string

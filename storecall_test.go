@@ -10,6 +10,7 @@ import (
 
 	"github.com/ontime-go/ontime"
 	"github.com/ontime-go/ontime/ontimedriver"
+	"github.com/ontime-go/ontime/schedule"
 )
 
 // storeCalls records the store calls it is told of.
@@ -147,5 +148,36 @@ func TestPanickingStoreCallHook(t *testing.T) {
 	}
 	if got, err := client.Get(ctx, "jobs", "a"); err != nil || got.ID != "a" {
 		t.Fatalf("Get = %+v, %v", got, err)
+	}
+}
+
+// TestStoreCallHookRecurring: the recurring timers' store calls reach a
+// StoreCallHook too.
+func TestStoreCallHookRecurring(t *testing.T) {
+	t.Parallel()
+	h := &storeCalls{}
+	client, err := ontime.NewClient(openBolt(t), &ontime.Config{Logger: quiet, Hooks: []any{h}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := client.PublishRecurring(ctx, "rec", "r", schedule.Every(time.Hour), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Pause(ctx, "rec", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Resume(ctx, "rec", "r"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Pause(ctx, "rec", "absent"); !errors.Is(err, ontime.ErrNotFound) {
+		t.Fatalf("Pause of an absent id: %v", err)
+	}
+	want := []string{"get", "pause_recurring", "resume_recurring", "schedule_recurring"}
+	if got := h.ops("rec"); !slices.Equal(got, want) {
+		t.Errorf("ops on rec = %v, want %v", got, want)
+	}
+	if c, _ := h.find("pause_recurring"); !errors.Is(c.Err, ontime.ErrNotFound) {
+		t.Errorf("the last pause_recurring reported %+v, want ErrNotFound", c)
 	}
 }
