@@ -380,6 +380,9 @@ func (c *Client) Resume(ctx context.Context, topic, id string) error {
 	start := time.Now()
 	err = r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
 	reportStoreCall(ctx, c.drv, "resume_recurring", full, start, err)
+	if err == nil && ti.Recurring.Paused && len(c.hooks.unfired) > 0 {
+		c.skippedTicks(ctx, rs, full, id, ti.Recurring.TickAt, next)
+	}
 	return err
 }
 
@@ -465,4 +468,11 @@ func (e *executor) withNextTick(d *delivery, s *ontimedriver.Settlement) {
 		return
 	}
 	s.Next = &next
+	if len(e.hooks.unfired) > 0 {
+		at := next.At
+		if at.IsZero() {
+			at = next.Due
+		}
+		e.missedTicks(d.ctx, rs, d.t.ID, cur, at)
+	}
 }
