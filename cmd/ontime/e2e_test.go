@@ -549,7 +549,7 @@ func testBadInput(t *testing.T, b *backend) {
 		code int
 		msg  string
 	}{
-		{[]string{"schedule", "t", "x"}, 2, "exactly one of --in and --at"},
+		{[]string{"schedule", "t", "x"}, 2, "exactly one of --in, --at, --every and --cron"},
 		{[]string{"schedule", "t", "x", "--in", "1s", "--at", "2030-01-01T00:00:00Z"}, 2, "exactly one"},
 		{[]string{"schedule", "t", "x", "--in", "5 parsecs"}, 7, "invalid_delay"},
 		{[]string{"schedule", "t", "x", "--at", "2030-01-01T00:00:00"}, 7, "invalid_at"},
