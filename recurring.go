@@ -380,7 +380,9 @@ func (c *Client) Resume(ctx context.Context, topic, id string) error {
 	start := time.Now()
 	err = r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
 	reportStoreCall(ctx, c.drv, "resume_recurring", full, start, err)
-	if err == nil && ti.Recurring.Paused && len(c.hooks.unfired) > 0 {
+	// A tick leased now arms the next tick itself when it settles (and
+	// reports the ticks it missed): nothing was skipped.
+	if err == nil && ti.Recurring.Paused && ti.State == ontimedriver.StateScheduled && len(c.hooks.unfired) > 0 {
 		c.skippedTicks(ctx, rs, full, id, ti.Recurring.TickAt, next)
 	}
 	return err
