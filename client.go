@@ -29,7 +29,7 @@ type Config struct {
 	// so that a module (metrics, tracing, audit) can be plugged in without
 	// the library importing it. Each value implements one or more of
 	// [BeforePublishHook], [AfterPublishHook], [DeliveryStartHook],
-	// [DeliveryEndHook] and [StoreCallHook]; NewClient refuses a value
+	// [DeliveryEndHook], [StoreCallHook] and [UnfiredTicksHook]; NewClient refuses a value
 	// that implements none.
 	// Hooks run on the calling goroutine (the publisher's, the handler's):
 	// keep them fast and never block in them. A delivery hook's panic is

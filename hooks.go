@@ -153,6 +153,7 @@ type hookSet struct {
 	start         []DeliveryStartHook
 	end           []DeliveryEndHook
 	store         []StoreCallHook
+	unfired       []UnfiredTicksHook
 }
 
 func newHookSet(hooks []any) (hookSet, error) {
@@ -179,8 +180,12 @@ func newHookSet(hooks []any) (hookSet, error) {
 			s.store = append(s.store, x)
 			n++
 		}
+		if x, ok := h.(UnfiredTicksHook); ok {
+			s.unfired = append(s.unfired, x)
+			n++
+		}
 		if n == 0 {
-			return s, invalidf("Config.Hooks[%d] (%T) implements none of BeforePublishHook, AfterPublishHook, DeliveryStartHook, DeliveryEndHook, StoreCallHook", i, h)
+			return s, invalidf("Config.Hooks[%d] (%T) implements none of BeforePublishHook, AfterPublishHook, DeliveryStartHook, DeliveryEndHook, StoreCallHook, UnfiredTicksHook", i, h)
 		}
 	}
 	return s, nil

@@ -387,6 +387,11 @@ func (c *Client) Resume(ctx context.Context, topic, id string) error {
 	start := time.Now()
 	err = r.ResumeRecurring(ctx, full, id, rs.tick(id, next, ti.Recurring.Tick+1))
 	reportStoreCall(ctx, c.drv, "resume_recurring", full, start, err)
+	// A tick leased now arms the next tick itself when it settles (and
+	// reports the ticks it missed): nothing was skipped.
+	if err == nil && ti.Recurring.Paused && ti.State == ontimedriver.StateScheduled && len(c.hooks.unfired) > 0 {
+		c.skippedTicks(ctx, rs, full, id, ti.Recurring.TickAt, next)
+	}
 	return err
 }
 
@@ -472,4 +477,11 @@ func (e *executor) withNextTick(d *delivery, s *ontimedriver.Settlement) {
 		return
 	}
 	s.Next = &next
+	if len(e.hooks.unfired) > 0 {
+		at := next.At
+		if at.IsZero() {
+			at = next.Due
+		}
+		e.missedTicks(d.ctx, rs, d.t.ID, cur, at)
+	}
 }

@@ -118,3 +118,32 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestCountTicks: the instants in [first, to], walked up to the bound and
+// extrapolated past it.
+func TestCountTicks(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	rs, err := parseSpec(schedule.EveryFrom(time.Second, t0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		to   time.Duration
+		want int64
+	}{
+		{0, 1},
+		{999 * time.Millisecond, 1},
+		{time.Second, 2},
+		{10*time.Second + 1, 11},
+		{maxCatchUpWalk * time.Second, maxCatchUpWalk + 1},
+		{1_000_000 * time.Second, 1_000_001},
+	} {
+		n, last := rs.countTicks(t0, t0.Add(c.to))
+		if n != c.want {
+			t.Errorf("[t0, t0+%v]: %d instants, want %d", c.to, n, c.want)
+		}
+		if c.want <= maxCatchUpWalk && !last.Equal(t0.Add(time.Duration(c.want-1)*time.Second)) {
+			t.Errorf("[t0, t0+%v]: last %v", c.to, last)
+		}
+	}
+}

@@ -78,8 +78,8 @@ func AllowTopics(topics ...string) func(topic string) string {
 // Metrics counts what a Client and its Workers do, in Prometheus metrics
 // registered on the Registerer given to New. Put it in
 // ontime.Config.Hooks: it implements [ontime.AfterPublishHook],
-// [ontime.DeliveryStartHook], [ontime.DeliveryEndHook] and
-// [ontime.StoreCallHook]. [Metrics.WatchWorker] adds a worker's health,
+// [ontime.DeliveryStartHook], [ontime.DeliveryEndHook],
+// [ontime.StoreCallHook] and [ontime.UnfiredTicksHook]. [Metrics.WatchWorker] adds a worker's health,
 // [Metrics.RunSampler] the number of timers per topic and state. One
 // Metrics may serve several Clients. docs/observability.md lists every
 // metric.
@@ -95,6 +95,7 @@ type Metrics struct {
 	lateness, handler                      *prometheus.HistogramVec
 	storeDur                               *prometheus.HistogramVec
 	storeErr                               *prometheus.CounterVec
+	ticks                                  *prometheus.CounterVec
 
 	// topics maps a topic to its metrics (a *topicEntry); several
 	// topics share the OtherTopic one. cached counts its entries. last is
@@ -120,6 +121,8 @@ type topicMetrics struct {
 	outcomes                               [int(ontime.OutcomeReleased) + 1]prometheus.Counter
 	dead                                   map[string]prometheus.Counter // by reason
 	lateness, handler                      prometheus.Observer
+	// ticks of recurring timers, by tickOutcomes
+	ticks [3]prometheus.Counter
 	// inFlight is exported by the inFlight collector: an integer add is
 	// cheaper than a Gauge's compare-and-swap loop on a float.
 	inFlight atomic.Int64
@@ -145,11 +148,21 @@ var outcomes = []ontime.Outcome{
 // counted as "other".
 var deadReasons = []string{ontimedriver.ReasonMaxAttempts, ontimedriver.ReasonRejected, ontimedriver.ReasonUndecodable, "other"}
 
+// tickOutcomes are the outcome label values of recurring_ticks_total.
+var tickOutcomes = [3]string{"fired", "missed", "skipped"}
+
+const (
+	tickFired = iota
+	tickMissed
+	tickSkipped
+)
+
 // storeOps are the ops of ontime.StoreCall; any other is counted as
 // "other".
 var storeOps = []string{
 	"schedule", "claim", "settle", "extend", "cancel", "get", "list", "count", "topics",
-	"list_dead", "replay_dead", "replay_all_dead", "purge_dead", "purge_all_dead", "count_due", "fire_now", "due_topics", "subscribe", "ping", "other",
+	"list_dead", "replay_dead", "replay_all_dead", "purge_dead", "purge_all_dead", "count_due", "fire_now", "due_topics", "subscribe", "ping",
+	"schedule_recurring", "pause_recurring", "resume_recurring", "other",
 }
 
 // maxCached bounds the topic → metrics cache; topics past it are looked up
@@ -208,6 +221,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 			Namespace: "ontime", Name: "store_call_duration_seconds", Buckets: o.StoreBuckets,
 			Help: "Duration of the calls to the store, by op.",
 		}, []string{"op"}),
+		ticks:    counter("recurring_ticks_total", "Ticks of recurring timers, by outcome: fired (delivered, and ended: acked, dropped or dead-lettered), missed (passed while no tick could run, not fired by the missed-ticks policy), skipped (passed while the schedule was paused).", "topic", "outcome"),
 		storeErr: counter("store_call_errors_total", "Store calls that failed (unreachable, timed out, closed), by op; definite answers (not found, exists, lease lost, invalid) and cancelled calls are not counted.", "op"),
 	}
 	m.sampled = &sampledCollector{m: m}
@@ -217,7 +231,7 @@ func New(reg prometheus.Registerer, opts *Options) (*Metrics, error) {
 	}
 	cs := []prometheus.Collector{
 		m.published, m.publishFailed, m.fired, m.early, m.deliveries, m.deadLetters, (*inFlight)(m),
-		m.lateness, m.handler, m.storeDur, m.storeErr, m.sampled, m.workers,
+		m.lateness, m.handler, m.storeDur, m.storeErr, m.ticks, m.sampled, m.workers,
 	}
 	for i, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -314,6 +328,9 @@ func (m *Metrics) newTopic(l string) *topicMetrics {
 	for _, r := range deadReasons {
 		tm.dead[r] = m.deadLetters.WithLabelValues(l, r)
 	}
+	for i, o := range tickOutcomes {
+		tm.ticks[i] = m.ticks.WithLabelValues(l, o)
+	}
 	return tm
 }
 
@@ -379,10 +396,28 @@ func (m *Metrics) DeliveryEnd(_ context.Context, d *ontime.Delivery, r ontime.De
 		}
 		c.Inc()
 	}
+	if d.Tick.N > 0 {
+		switch r.Outcome {
+		case ontime.OutcomeAcked, ontime.OutcomeDropped, ontime.OutcomeDeadLettered:
+			// The tick ended (its retries, if any, are behind it) and
+			// armed the next one.
+			tm.ticks[tickFired].Inc()
+		}
+	}
 	if r.Duration > 0 || r.Reason != ontimedriver.ReasonUndecodable {
 		// Every delivery whose handler ran (an undecodable one has none).
 		tm.handler.Observe(r.Duration.Seconds())
 	}
+}
+
+// UnfiredTicks counts the ticks of a recurring timer that passed without
+// firing: missed, or skipped while it was paused.
+func (m *Metrics) UnfiredTicks(_ context.Context, u *ontime.UnfiredTicks) {
+	i := tickMissed
+	if u.Paused {
+		i = tickSkipped
+	}
+	m.topic(u.Topic).ticks[i].Add(float64(u.Count))
 }
 
 // StoreCall times a store call and counts it if it failed.

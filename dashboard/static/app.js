@@ -172,6 +172,55 @@ function stateOf(t) {
   return h('span', {class: 'pill ' + t.state}, t.state);
 }
 
+// ---- recurring timers ----
+
+// pauseButton pauses or resumes a recurring timer (POST …/pause|resume)
+// and refreshes the page.
+function pauseButton(topic, t, attrs) {
+  const verb = t.recurring.paused ? 'resume' : 'pause';
+  return h('button', Object.assign({class: verb, 'data-id': t.id, onclick: async () => {
+    try {
+      await api('POST', timerPath(topic, t.id) + '/' + verb);
+      flash((verb === 'pause' ? 'Paused ' : 'Resumed ') + esc(t.id) + '.');
+      refresh();
+    } catch (e) { flash(verb + ' failed: ' + e.message, true); }
+  }}, attrs || {}), verb === 'pause' ? 'Pause' : 'Resume');
+}
+
+// lastTick is a recurring timer's last settled tick and its outcome.
+function lastTick(r) {
+  if (!r.last_tick) return h('span', {class: 'muted'}, 'none yet');
+  return h('span', {class: r.last_outcome === 'dead' ? 'bad' : 'ok'}, '#' + r.last_tick + ' ' + esc(r.last_outcome || ''));
+}
+
+// scheduleState is running (a tick is being delivered), paused or waiting.
+function scheduleState(t) {
+  if (t.recurring.paused) return h('span', {class: 'pill paused'}, 'paused');
+  return t.state === 'leased' ? h('span', {class: 'pill leased'}, 'tick running') : h('span', {class: 'pill scheduled'}, 'active');
+}
+
+function schedulesTable(topic, page) {
+  if (page.schedules.length === 0) return null;
+  return [
+    h('h2', {}, 'Schedules'),
+    h('table', {id: 'schedules'},
+      h('thead', {}, h('tr', {}, h('th', {}, 'id'), h('th', {}, 'schedule'), h('th', {}, 'next tick'), h('th', {}, ''),
+        h('th', {class: 'num'}, 'tick'), h('th', {}, 'last outcome'), h('th', {}, 'state'), h('th', {}, ''))),
+      h('tbody', {}, page.schedules.map((t) => h('tr', {'data-id': t.id},
+        h('td', {class: 'id'}, h('a', {href: '#/topic/' + enc(topic) + '/timer/' + enc(t.id)}, esc(t.id))),
+        h('td', {class: 'schedule'}, esc(t.recurring.schedule),
+          t.recurring.missed !== 'once' ? h('span', {class: 'muted'}, ' · missed ' + esc(t.recurring.missed)) : null,
+          t.recurring.jitter ? h('span', {class: 'muted'}, ' · jitter ' + esc(t.recurring.jitter)) : null),
+        h('td', {class: 'next'}, fmtTime(t.recurring.tick_at)),
+        h('td', {class: 'muted'}, t.recurring.paused ? 'held' : fmtIn(t.due_at)),
+        h('td', {class: 'num'}, t.recurring.tick),
+        h('td', {class: 'last'}, lastTick(t.recurring)),
+        h('td', {class: 'state'}, scheduleState(t)),
+        h('td', {}, pauseButton(topic, t)))))),
+    page.complete ? null : h('p', {class: 'muted'}, 'Schedules among the first ' + page.scanned + ' timers of the topic.'),
+  ];
+}
+
 // ---- confirmation and token dialogs ----
 
 // confirmDialog shows a modal and resolves to true on OK. With word set,
@@ -305,14 +354,15 @@ function topicPage(topic) {
   const page = {scale: '1m'};
   page.load = async () => {
     const sc = SCALES[page.scale];
-    const [info, timeline, timers] = await Promise.all([
+    const [info, timeline, timers, schedules] = await Promise.all([
       api('GET', topicPath(topic)),
       api('GET', topicPath(topic) + '/timeline?step=' + sc.step + '&buckets=' + sc.buckets),
       api('GET', topicPath(topic) + '/timers?limit=50&body_limit=' + BODY_LIMIT),
+      api('GET', topicPath(topic) + '/schedules?body_limit=1'),
     ]);
-    return {info, timeline, timers};
+    return {info, timeline, timers, schedules};
   };
-  page.draw = ({info, timeline, timers}) => {
+  page.draw = ({info, timeline, timers, schedules}) => {
     const a = info.last_minute;
     const scaleSel = h('select', {id: 'scale', onchange: (e) => { page.scale = e.target.value; refresh(); }},
       Object.entries(SCALES).map(([k, v]) => h('option', {value: k, selected: k === page.scale}, v.label)));
@@ -328,6 +378,7 @@ function topicPage(topic) {
         h('div', {class: 'toolbar'}, h('b', {}, 'Upcoming'), scaleSel,
           h('span', {class: 'muted'}, timeline.after + ' later, ' + timeline.before + ' overdue')),
         chart(timeline)),
+      ...(schedulesTable(topic, schedules) || []),
       h('h2', {}, 'Next timers'),
       timers.timers.length === 0 ? h('p', {class: 'muted', id: 'no-timers'}, 'No timers scheduled.') :
         h('table', {id: 'timers'},
@@ -404,8 +455,16 @@ function timerPage(topic, id) {
         } catch (e) { flash('Fire now failed: ' + e.message, true); }
       }}, 'Fire now');
       const headers = Object.entries(timer.headers || {});
-      return [back, h('h1', {id: 'timer-id'}, esc(id), ' ', stateOf(timer)),
-        h('div', {class: 'actions'}, fire, cancel),
+      const r = timer.recurring;
+      return [back, h('h1', {id: 'timer-id'}, esc(id), ' ', stateOf(timer), r ? [' ', scheduleState(timer)] : null),
+        h('div', {class: 'actions'}, fire, r ? pauseButton(topic, timer, {id: r.paused ? 'resume' : 'pause'}) : null, cancel),
+        r ? h('div', {class: 'card'}, h('dl', {id: 'recurring'},
+          h('dt', {}, 'schedule'), h('dd', {id: 'schedule'}, esc(r.schedule)),
+          h('dt', {}, 'missed ticks'), h('dd', {}, esc(r.missed)),
+          r.jitter ? [h('dt', {}, 'jitter'), h('dd', {}, esc(r.jitter))] : null,
+          h('dt', {}, 'next tick'), h('dd', {id: 'next-tick'}, '#' + r.tick + ' at ' + fmtTime(r.tick_at), ' ',
+            h('span', {class: 'muted'}, r.paused ? '(held while paused)' : '(' + fmtIn(r.tick_at) + ')')),
+          h('dt', {}, 'last tick'), h('dd', {id: 'last-tick'}, lastTick(r)))) : null,
         h('div', {class: 'card'}, h('dl', {id: 'timer'},
           h('dt', {}, 'topic'), h('dd', {}, esc(topic)),
           h('dt', {}, 'due'), h('dd', {}, fmtTime(timer.due_at), ' ', h('span', {class: 'muted'}, '(' + fmtIn(timer.due_at) + ')')),

@@ -197,6 +197,7 @@ func (s *Server) routeTable() []route {
 		{"DELETE", "/v1/topics/{topic}/timers/{id}", RoleWrite, s.deleteTimer},
 		{"POST", "/v1/topics/{topic}/timers/{id}/fire", RoleWrite, s.fireTimer},
 		{"POST", "/v1/topics/{topic}/schedules", RoleWrite, s.createSchedule},
+		{"GET", "/v1/topics/{topic}/schedules", RoleRead, s.listSchedules},
 		{"POST", "/v1/topics/{topic}/timers/{id}/pause", RoleWrite, s.pauseSchedule},
 		{"POST", "/v1/topics/{topic}/timers/{id}/resume", RoleWrite, s.resumeSchedule},
 		{"POST", "/v1/topics/{topic}/timers/{id}/backfill", RoleWrite, s.backfill},

@@ -180,3 +180,13 @@ func BackfillID(id string, tick time.Time) string {
 
 // TickHeader carries a backfilled tick's scheduled instant.
 const TickHeader = "ontime-tick"
+
+// SchedulePage lists a topic's recurring timers (GET
+// /v1/topics/{topic}/schedules): those among the first Scanned timers of
+// the topic in due order; Complete is false when the topic holds more
+// timers than the server looks at (MaxScheduleScan).
+type SchedulePage struct {
+	Schedules []Timer `json:"schedules"`
+	Scanned   int     `json:"scanned"`
+	Complete  bool    `json:"complete"`
+}

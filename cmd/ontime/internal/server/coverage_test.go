@@ -76,6 +76,7 @@ func init() {
 		"GET /v1/stats 500",
 		"POST /messages 500",
 		"POST /v1/topics/{topic}/schedules 500",
+		"GET /v1/topics/{topic}/schedules 500",
 		"POST /v1/topics/{topic}/timers/{id}/pause 500",
 		"POST /v1/topics/{topic}/timers/{id}/resume 500",
 		"POST /v1/topics/{topic}/timers/{id}/backfill 500",

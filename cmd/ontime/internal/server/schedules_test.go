@@ -148,7 +148,50 @@ func TestSchedules(t *testing.T) {
 	}
 	e.want(e.do("POST", "/v1/topics/reports/schedules", `{"id":"big","every":"5m","body":"`+strings.Repeat("x", 5<<20)+`"}`), 413, "")
 	e.want(e.do("GET", "/v1/topics/reports/timers/s", nil), 404, "not_found")
-	e.want(e.do("GET", "/v1/topics/reports/schedules", nil), 405, "method_not_allowed")
+	e.want(e.do("DELETE", "/v1/topics/reports/schedules", nil), 405, "method_not_allowed")
+}
+
+// TestScheduleList: GET /v1/topics/{topic}/schedules lists the topic's
+// recurring timers and leaves its plain timers out, with their paused
+// state, next tick and last outcome; bodies cut by body_limit; a bad query
+// or topic is refused.
+func TestScheduleList(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{noWorkers: true})
+	var page wire.SchedulePage
+	r := e.do("GET", "/v1/topics/mixed/schedules", nil)
+	e.want(r, 200, "")
+	r.json(t, &page)
+	if len(page.Schedules) != 0 || page.Scanned != 0 || !page.Complete || !strings.Contains(string(r.body), `"schedules":[]`) {
+		t.Fatalf("empty topic: %s", r.body)
+	}
+	e.want(e.do("POST", "/v1/topics/mixed/schedules", `{"id":"hourly","every":"1h","body":"`+strings.Repeat("x", 3000)+`"}`), 201, "")
+	e.want(e.do("POST", "/v1/topics/mixed/schedules", `{"id":"daily","cron":"0 9 * * *","tz":"Europe/Berlin"}`), 201, "")
+	for _, id := range []string{"a", "b", "c"} {
+		e.want(e.do("POST", "/v1/topics/mixed/timers", `{"id":"`+id+`","delay":"1m"}`), 201, "")
+	}
+	e.want(e.do("POST", "/v1/topics/mixed/timers/daily/pause", nil), 200, "")
+	r = e.do("GET", "/v1/topics/mixed/schedules?body_limit=100", nil)
+	e.want(r, 200, "")
+	r.json(t, &page)
+	if len(page.Schedules) != 2 || page.Scanned != 5 || !page.Complete {
+		t.Fatalf("list: %s", r.body)
+	}
+	byID := map[string]wire.Timer{}
+	for _, s := range page.Schedules {
+		byID[s.ID] = s
+	}
+	h, d := byID["hourly"], byID["daily"]
+	if h.Recurring == nil || h.Recurring.Schedule != "every 1h" || h.Recurring.Paused || h.Recurring.Tick != 1 || !h.BodyTruncated || h.BodyPreview == nil || len(*h.BodyPreview) != 100 {
+		t.Errorf("hourly: %+v", h)
+	}
+	if d.Recurring == nil || !d.Recurring.Paused || d.Recurring.Schedule != "cron 0 9 * * * Europe/Berlin" {
+		t.Errorf("daily: %+v", d)
+	}
+	e.want(e.do("GET", "/v1/topics/mixed/schedules?limit=5", nil), 400, "invalid_query")
+	e.want(e.do("GET", "/v1/topics/mixed/schedules?body_limit=0", nil), 400, "invalid_query")
+	e.want(e.do("GET", "/v1/topics/mixed/schedules?body_limit=1&body_limit=2", nil), 400, "invalid_query")
+	e.want(e.do("GET", "/v1/topics/a%20b/schedules", nil), 400, "invalid_topic")
 }
 
 // TestScheduleDelivered: with workers, each tick of an every-200ms schedule
