@@ -336,7 +336,7 @@ func waitRefused(t *testing.T, e *env, n int64) *rawConn {
 		}
 		_ = c.conn.Close()
 		if time.Now().After(deadline) {
-			t.Fatal("the held bytes never counted")
+			t.Fatalf("the held bytes never counted; log:\n%s", e.logs.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
