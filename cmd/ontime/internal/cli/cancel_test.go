@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ontime-go/ontime"
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/internal/server"
@@ -51,7 +51,10 @@ func TestCancelMany(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(stdin string, args ...string) (string, string, int) {
-		var stdout, stderr bytes.Buffer
+		// Synchronized: go-redis logs through a process-wide logger (the
+		// last opened store's), from its pool's dial goroutines, which can
+		// write after Run returned.
+		var stdout, stderr apitest.SyncBuffer
 		args = append(args, "--redis", rs.URL(), "--redis-prefix", prefix)
 		code := Run(ctx, args, strings.NewReader(stdin), &stdout, &stderr, func(string) (string, bool) { return "", false })
 		return stdout.String(), stderr.String(), code

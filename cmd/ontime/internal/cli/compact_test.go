@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ontime-go/ontime/cmd/ontime/internal/apitest"
 	"github.com/ontime-go/ontime/cmd/ontime/internal/store"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
@@ -17,7 +18,7 @@ import (
 
 func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
+	var out, errOut apitest.SyncBuffer // go-redis may log into it later (see TestCancelMany)
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	code = Run(context.Background(), args, strings.NewReader(""), &out, &errOut, lookup)
 	return code, out.String(), errOut.String()
