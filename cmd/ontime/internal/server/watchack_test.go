@@ -22,6 +22,9 @@ func TestWatchAckOverloaded(t *testing.T) {
 	}
 	// The held bytes count once the holder's handler has read them.
 	refused := waitRefused(t, e, 500<<10)
+	if refused == nil {
+		t.Fatal("the held bytes never counted")
+	}
 	if resp, code := refused.answer("POST /v1/topics/{topic}/timers"); resp.StatusCode != http.StatusServiceUnavailable || code != "overloaded" {
 		t.Fatalf("a 500 KiB request while 500 KiB are held: %d %s, want 503 overloaded", resp.StatusCode, code)
 	}
