@@ -58,7 +58,7 @@ func BenchmarkPublishCallers(b *testing.B) {
 					var rdb *redis.Client
 					switch store {
 					case "redis":
-						redistest.SkipIfNoRedis(b)
+						redistest.RequireRedis(b)
 						srv := redistest.StartServer(b)
 						// Default options, as most programs have them: go-redis
 						// does not end a command at its context's deadline.

@@ -58,9 +58,6 @@ func (b *backend) storeArgs(t *testing.T, extra ...string) []string {
 }
 
 func TestE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end tests start processes; skipped with -short")
-	}
 	rs := redistest.StartServer(t)
 	backends := []*backend{{name: "embedded", aux: rs}, {name: "redis", redis: rs, aux: rs}}
 	for _, b := range backends {

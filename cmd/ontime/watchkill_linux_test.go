@@ -28,9 +28,6 @@ import (
 // attempt 2, to the second watcher. Every timer is printed (lost=0) and
 // the store is empty.
 func TestWatchKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end tests start processes; skipped with -short")
-	}
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "ontime.toml")
 	if err := os.WriteFile(cfg, []byte("[defaults]\nlease = \"5m\"\n"), 0o600); err != nil {

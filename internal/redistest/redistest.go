@@ -22,7 +22,7 @@
 // persistence off and its files in a temporary directory; Main stops it when
 // the tests end, and on Linux the kernel kills it if the test binary dies
 // first. A test that needs Redis fails (it does not skip) when redis-server
-// cannot be found or started; benchmarks may call [SkipIfNoRedis] instead.
+// cannot be found or started; benchmarks call [RequireRedis] too.
 //
 // Tests never FLUSHDB: each one works under its own random key prefix, so
 // they can run in parallel against one server.
@@ -158,12 +158,13 @@ func mustShared(tb testing.TB) {
 // shared server if needed, and why not.
 func Available() error { return ensureShared() }
 
-// SkipIfNoRedis skips tb when no Redis server can be used. Benchmarks call
-// it; tests should not (they must fail instead, see NewClient).
-func SkipIfNoRedis(tb testing.TB) {
+// RequireRedis fails tb when no Redis server can be used (make test
+// installs redis-server; a benchmark without it fails rather than
+// reporting nothing).
+func RequireRedis(tb testing.TB) {
 	tb.Helper()
 	if err := ensureShared(); err != nil {
-		tb.Skipf("redistest: no Redis server: %v", err)
+		tb.Fatalf("redistest: no Redis server: %v", err)
 	}
 }
 

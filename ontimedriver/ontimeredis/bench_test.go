@@ -22,7 +22,7 @@ import (
 // benchmark measures ontime and Redis, not other tests.
 func benchClient(b *testing.B, layout ontimeredis.Layout) *ontime.Client {
 	b.Helper()
-	redistest.SkipIfNoRedis(b)
+	redistest.RequireRedis(b)
 	srv := redistest.StartServer(b)
 	d, err := ontimeredis.New(srv.NewClient(b), &ontimeredis.Options{Layout: layout, Logger: quiet})
 	if err != nil {
@@ -43,7 +43,7 @@ func benchClient(b *testing.B, layout ontimeredis.Layout) *ontime.Client {
 // a dedicated redis-server, native layout; see ontimebolt's for the
 // side-by-side command.
 func BenchmarkDriver(b *testing.B) {
-	redistest.SkipIfNoRedis(b)
+	redistest.RequireRedis(b)
 	srv := redistest.StartServer(b)
 	drivertest.Bench(b, drivertest.Harness{
 		New: func(t testing.TB) ontimedriver.Driver {
@@ -223,7 +223,7 @@ func BenchmarkScriptCost(b *testing.B) {
 }
 
 func benchScriptCost(b *testing.B, layout ontimeredis.Layout, batch int) {
-	redistest.SkipIfNoRedis(b)
+	redistest.RequireRedis(b)
 	srv := redistest.StartServer(b)
 	rdb := srv.NewClient(b)
 	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Layout: layout, Logger: quiet})

@@ -22,7 +22,7 @@ import (
 //
 //	go test -run '^$' -bench CallCost -benchtime 20000x ./ontimedriver/ontimeredis/
 func BenchmarkCallCost(b *testing.B) {
-	redistest.SkipIfNoRedis(b)
+	redistest.RequireRedis(b)
 	srv := redistest.StartServer(b)
 	rdb := srv.NewClient(b)
 	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Logger: quiet})

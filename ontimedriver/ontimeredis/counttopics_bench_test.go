@@ -22,7 +22,7 @@ import (
 // baseline). It reports Redis's process CPU per call (INFO cpu: commands,
 // scripts, parsing and replies) besides ns/op.
 func BenchmarkCountTopics(b *testing.B) {
-	redistest.SkipIfNoRedis(b)
+	redistest.RequireRedis(b)
 	srv := redistest.StartServer(b)
 	rdb := srv.NewClient(b)
 	ctx := context.Background()
