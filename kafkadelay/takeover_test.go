@@ -111,7 +111,7 @@ func takeover(t *testing.T, n, kill int) {
 	killedAt := time.Now()
 	t.Logf("SIGKILLed %d of %d republishers at +%v", kill, n, killedAt.Sub(start).Round(time.Millisecond))
 	s.waitFor(t, 90*time.Second, "every record", func(s *sink) bool { return len(s.got) >= records })
-	time.Sleep(300 * time.Millisecond) // late duplicates
+	s.drain(t, c, 60*time.Second) // late duplicates included
 	dups, _ := s.check(t, pub)
 
 	// Lateness of the records due after the kill.
