@@ -58,6 +58,20 @@ func (f *inflight) release(n int64) {
 	f.mu.Unlock()
 }
 
+// held returns the bytes charged now.
+func (f *inflight) held() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.used
+}
+
+// InflightBytes returns the request body bytes the server holds now: what
+// has arrived of the bodies being read, charged against
+// Options.MaxInflightBytes. A request's bytes count once its handler has
+// read them (bytes still in the kernel's socket buffers do not), and stop
+// counting when its handler returns.
+func (s *Server) InflightBytes() int64 { return s.inflight.held() }
+
 // errBodyOverloaded is what a body's Read returns when the bytes that
 // arrived do not fit in the budget.
 var errBodyOverloaded = errors.New("the in-flight byte budget is full")

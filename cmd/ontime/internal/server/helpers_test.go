@@ -58,6 +58,7 @@ type env struct {
 	disp   *delivery.Dispatcher // nil with envOpts.noWorkers
 	tr     *apitest.Transport
 	logs   *apitest.SyncBuffer // the server's log (JSON lines, level debug)
+	srv    *server.Server      // the API handler, for what only it can tell (InflightBytes)
 }
 
 type envOpts struct {
@@ -174,7 +175,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 			t.Errorf("driver close: %v", err)
 		}
 	})
-	return &env{t: t, url: ts.URL, addr: ts.Listener.Addr().String(), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr, logs: logs}
+	return &env{t: t, url: ts.URL, addr: ts.Listener.Addr().String(), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, client: client, drv: drv, disp: disp, tr: tr, logs: logs, srv: h}
 }
 
 // response is a decoded answer.
