@@ -154,6 +154,8 @@ func (cc *cancelCoalescer) cancel(ctx context.Context, drv ontimedriver.Driver, 
 // driver's Cancel, a batch to its CancelBatch.
 type cancelCalls struct{}
 
+var _ batcher[string, string, error] = cancelCalls{}
+
 func (cancelCalls) chunk() int          { return CancelChunkSize }
 func (cancelCalls) distinct() bool      { return false }
 func (cancelCalls) id(id string) string { return id }

@@ -356,6 +356,8 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 // result is the one-element slice of the store call's results for it.
 type publishCalls struct{}
 
+var _ batcher[laneKey, []ontimedriver.NewTimer, []ontimedriver.ScheduleResult] = publishCalls{}
+
 func (publishCalls) chunk() int                            { return BatchChunkSize }
 func (publishCalls) distinct() bool                        { return true }
 func (publishCalls) id(nts []ontimedriver.NewTimer) string { return nts[0].ID }
