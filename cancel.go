@@ -2,6 +2,7 @@ package ontime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ontime-go/ontime/ontimedriver"
@@ -131,4 +132,53 @@ func cancelCall(ctx context.Context, drv ontimedriver.Driver, topic string, ids 
 	}
 	copy(out, res)
 	return nil
+}
+
+// cancelCoalescer shares store calls between concurrent one-id cancels of
+// a topic (see coalescer): one lane per topic, batches of up to
+// CancelChunkSize ids made in one CancelBatch call. A second cancel of an
+// id in one batch answers ErrNotFound, as it would after the first, so ids
+// need no sorting out.
+type cancelCoalescer struct {
+	coalescer[string, string, error, cancelCalls]
+}
+
+// cancel cancels id of topic through drv and returns the id's own result
+// (nil or ErrNotFound) and the store call's error. Contexts work as
+// coalescer says.
+func (cc *cancelCoalescer) cancel(ctx context.Context, drv ontimedriver.Driver, topic, id string) (error, error) {
+	return cc.do(ctx, drv, topic, id)
+}
+
+// cancelCalls is cancelCoalescer's batcher: a lone id goes to the
+// driver's Cancel, a batch to its CancelBatch.
+type cancelCalls struct{}
+
+var _ batcher[string, string, error] = cancelCalls{}
+
+func (cancelCalls) chunk() int          { return CancelChunkSize }
+func (cancelCalls) distinct() bool      { return false }
+func (cancelCalls) id(id string) string { return id }
+
+// one is the driver's Cancel, whose ErrNotFound is the id's result rather
+// than the call's error.
+func (cancelCalls) one(ctx context.Context, drv ontimedriver.Driver, topic, id string) (error, error) {
+	err := drv.Cancel(ctx, topic, id)
+	if errors.Is(err, ontimedriver.ErrNotFound) {
+		return err, nil
+	}
+	return nil, err
+}
+
+func (cancelCalls) many(ctx context.Context, drv ontimedriver.Driver, topic string, batch []*pending[string, error]) error {
+	ids := make([]string, len(batch))
+	for i, p := range batch {
+		ids[i] = p.req
+	}
+	res := make([]error, len(batch))
+	err := cancelCall(ctx, drv, topic, ids, res)
+	for i, p := range batch {
+		p.res = res[i]
+	}
+	return err
 }

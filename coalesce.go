@@ -9,106 +9,117 @@ import (
 	"github.com/ontime-go/ontime/ontimedriver"
 )
 
-// publishCoalescer merges concurrent one-timer publishes to the same topic
-// (and mode) into one store call while a call for that topic is under way.
-// A caller that finds the topic idle makes its own call at once, alone,
-// with its own context, exactly as an uncoalesced Publish would. Callers
-// that arrive meanwhile queue; when the call ends, a flusher goroutine
-// makes one call for every queued timer (up to BatchChunkSize, no id
-// twice), hands each caller its own result, and goes on with the next
-// queued batch (after a short wait for the callers it answered, see flush)
-// until the queue is empty. So a lone caller pays nothing, and under load
-// the store sees one round trip (one script, one transaction) per batch
-// instead of per timer, made by one goroutine that stays awake while the
-// topic is busy: no hand-off between callers and no per-call goroutine
-// between batches (the shared call has no cancellation, so the Redis
-// driver runs it on the flusher itself).
-type publishCoalescer struct {
+// coalescer merges concurrent one-item store calls of the same lane (a
+// topic, and for publishes the mode and replica acknowledgement) into one
+// store call while a call of that lane is under way. Publishes
+// (publishCoalescer) and cancels (cancelCoalescer) share it; what differs
+// between them, how one item and a batch of items become a store call and
+// how the batch's results are handed back, is the batcher B.
+//
+// A caller that finds the lane idle makes its own call at once, alone,
+// with its own context, exactly as an uncoalesced call would. Callers that
+// arrive meanwhile queue; when the call ends, a flusher goroutine makes one
+// call for the queued items (up to B's chunk, no id twice when B asks for
+// it), hands each caller its own result, and goes on with the next queued
+// batch (after a short wait for the callers it answered, see flush) until
+// the queue is empty. So a lone caller pays nothing, and under load the
+// store sees one round trip (one script, one transaction) per batch instead
+// of per item, made by one goroutine that stays awake while the lane is
+// busy: no hand-off between callers and no per-call goroutine between
+// batches (the shared call has no cancellation, so the Redis driver runs it
+// on the flusher itself).
+//
+// Contexts: a caller whose ctx ends while its item waits in the queue gets
+// ctx.Err() and the item is not sent; one whose ctx ends while its item is
+// in a store call gets ctx.Err() at once, and the item may have been
+// written (as with a store call cut short). A shared call itself is not cut
+// short by its callers' contexts: it ends by the store client's own
+// timeouts, and its results are dropped for callers that have gone.
+//
+// The zero coalescer is ready to use.
+type coalescer[K comparable, Req, Res any, B batcher[K, Req, Res]] struct {
 	mu    sync.Mutex
-	lanes map[laneKey]*lane
+	lanes map[K]*lane[Req, Res]
 }
 
-type laneKey struct {
-	topic string
-	mode  ontimedriver.ScheduleMode
-	// ack is the replica acknowledgement the calls wait for
-	// (WaitReplicas): a shared call waits for what each of its callers
-	// asked.
-	ack ontimedriver.ReplicaAck
+// batcher is the call-specific part of a coalescer. Implementations are
+// empty structs: the coalescer uses B's zero value.
+type batcher[K comparable, Req, Res any] interface {
+	// chunk is the most items one shared call carries.
+	chunk() int
+	// distinct reports whether a batch must not carry two items of one id
+	// (id names an item's); the second waits for a later batch, so the
+	// store sees them in order.
+	distinct() bool
+	id(req Req) string
+	// one makes the store call of one item: a lone caller's, or a batch
+	// of one.
+	one(ctx context.Context, drv ontimedriver.Driver, key K, req Req) (Res, error)
+	// many makes one store call for the batch's items and sets each
+	// pending's res; its error is the call's, given to every caller.
+	many(ctx context.Context, drv ontimedriver.Driver, key K, batch []*pending[Req, Res]) error
 }
 
-// lane is one topic's (and mode's) queue. busy is set while a store call
-// of the lane is under way (a lone caller's or the flusher's); one call at
-// a time merges the most (2 and 4 calls under way measured no better, bench
-// publish scenario, both stores, on the 2-core reference machine).
-type lane struct {
+// lane is one key's queue. busy is set while a store call of the lane is
+// under way (a lone caller's or the flusher's); one call at a time merges
+// the most (2 and 4 calls under way measured no better, bench publish
+// scenario, both stores, on the 2-core reference machine).
+type lane[Req, Res any] struct {
 	busy  bool
-	queue []*pendingPublish
+	queue []*pending[Req, Res]
 	// wake, when set, is closed once want callers are queued (see flush).
 	wake chan struct{}
 	want int
 }
 
-// pendingPublish is one caller's timer. The coalescer's lock guards taken
-// and the queue; res, err and panicked are written before done is closed.
-type pendingPublish struct {
+// pending is one caller's item. The coalescer's lock guards taken and the
+// queue; res, err and panicked are written before done is closed.
+type pending[Req, Res any] struct {
 	ctx      context.Context
-	nt       ontimedriver.NewTimer
+	req      Req
 	taken    bool // in a batch under way (no longer in the queue)
 	done     chan struct{}
-	res      [1]ontimedriver.ScheduleResult // in the caller's allocation: no slice to make
-	err      error
-	panicked any // the driver panicked in the call that carried this timer first
+	res      Res   // the item's own result
+	err      error // the store call's error
+	panicked any   // the driver panicked in the call that carried this item first
 }
 
-// schedule writes nts to topic through drv in one store call and returns
-// their results (each Err is the timer's own, such as ErrExists) and the
-// store call's error. A batch of one timer shares a store call with the
-// concurrent callers of the same topic and mode when one is under way; a
-// larger batch makes its own call (it must stay atomic: see
-// PublishBatch).
-// A caller whose ctx ends while its timer waits in the queue gets
-// ctx.Err() and the timer is not written; one whose ctx ends while its
-// timer is in a store call gets ctx.Err() at once, and the timer may have
-// been written (as with a store call cut short). A shared call itself is
-// not cut short by its callers' contexts: it ends by the store client's own
-// timeouts, and its results are dropped for callers that have gone.
-func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
-	if len(nts) != 1 {
-		return scheduleCall(ctx, drv, topic, nts, mode)
+// do makes req's store call through drv, alone or shared with the
+// concurrent callers of key (see coalescer), and returns req's own result
+// and the store call's error.
+func (c *coalescer[K, Req, Res, B]) do(ctx context.Context, drv ontimedriver.Driver, key K, req Req) (Res, error) {
+	c.mu.Lock()
+	if c.lanes == nil {
+		c.lanes = map[K]*lane[Req, Res]{}
 	}
-	ack, _ := ontimedriver.ReplicaAckFrom(ctx)
-	key := laneKey{topic, mode, ack}
-	pc.mu.Lock()
-	if pc.lanes == nil {
-		pc.lanes = map[laneKey]*lane{}
-	}
-	l := pc.lanes[key]
+	l := c.lanes[key]
 	if l == nil {
-		l = &lane{}
-		pc.lanes[key] = l
+		l = &lane[Req, Res]{}
+		c.lanes[key] = l
 	}
 	if !l.busy {
 		// No call under way: call at once, alone, with the caller's own
 		// context.
 		l.busy = true
-		pc.mu.Unlock()
-		defer pc.next(key, l, drv) // also when the driver panics
-		return scheduleCall(ctx, drv, topic, nts, mode)
+		c.mu.Unlock()
+		defer c.next(key, l, drv) // also when the driver panics
+		var b B
+		return b.one(ctx, drv, key, req)
 	}
-	p := &pendingPublish{ctx: ctx, nt: nts[0], done: make(chan struct{})}
+	p := &pending[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
 	l.queue = append(l.queue, p)
 	if l.wake != nil && len(l.queue) >= l.want {
 		close(l.wake)
 		l.wake = nil
 	}
-	pc.mu.Unlock()
+	c.mu.Unlock()
 
+	var zero Res
 	select {
 	case <-p.done:
 		return p.result()
 	case <-ctx.Done():
-		pc.mu.Lock()
+		c.mu.Lock()
 		if !p.taken {
 			for i, q := range l.queue {
 				if q == p {
@@ -116,65 +127,70 @@ func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Drive
 					break
 				}
 			}
-			pc.mu.Unlock()
-			return nil, ctx.Err()
+			c.mu.Unlock()
+			return zero, ctx.Err()
 		}
-		pc.mu.Unlock()
+		c.mu.Unlock()
 		select {
 		case <-p.done:
 			return p.result()
 		default:
-			return nil, ctx.Err()
+			return zero, ctx.Err()
 		}
 	}
 }
 
-func (p *pendingPublish) result() ([]ontimedriver.ScheduleResult, error) {
+func (p *pending[Req, Res]) result() (Res, error) {
 	if p.panicked != nil {
 		panic(p.panicked)
 	}
 	if p.err != nil {
-		return nil, p.err
+		var zero Res
+		return zero, p.err
 	}
-	return p.res[:], nil
+	return p.res, nil
 }
 
 // next ends a lone caller's store call of l: the lane goes idle, or a
-// flusher starts on the queued timers.
-func (pc *publishCoalescer) next(key laneKey, l *lane, drv ontimedriver.Driver) {
-	pc.mu.Lock()
-	batch := pc.take(key, l)
-	pc.mu.Unlock()
+// flusher starts on the queued items.
+func (c *coalescer[K, Req, Res, B]) next(key K, l *lane[Req, Res], drv ontimedriver.Driver) {
+	c.mu.Lock()
+	batch := c.take(key, l)
+	c.mu.Unlock()
 	if batch != nil {
-		go pc.flush(key, l, drv, batch)
+		go c.flush(key, l, drv, batch)
 	}
 }
 
-// flush writes l's queued timers, batch after batch, until the queue is
+// flush sends l's queued items, batch after batch, until the queue is
 // empty; then the lane is idle.
 //
 // After a shared call it waits a little for the callers it answered: a
-// caller that publishes again at once (a loop, a server's next request on
-// the same connection) then joins the next call instead of the one after.
-// Without it, callers that publish in a loop split into two groups that
-// take turns, and each call carries about half of them. The wait ends as
-// soon as as many callers have queued as the call answered, and lasts at
-// most an eighth of the call's own duration (boardMax at most): the store
-// is idle at most that long, and a lone caller never waits (it makes its
-// own call at once, see schedule).
-func (pc *publishCoalescer) flush(key laneKey, l *lane, drv ontimedriver.Driver, batch []*pendingPublish) {
+// caller that calls again at once (a loop, a server's next request on the
+// same connection) then joins the next call instead of the one after.
+// Without it, callers that call in a loop split into two groups that take
+// turns, and each call carries about half of them. The wait ends as soon
+// as as many callers have queued as the call answered, and lasts at most an
+// eighth of the call's own duration (boardMax at most): the store is idle
+// at most that long, and a lone caller never waits (it makes its own call
+// at once, see do).
+func (c *coalescer[K, Req, Res, B]) flush(key K, l *lane[Req, Res], drv ontimedriver.Driver, batch []*pending[Req, Res]) {
+	var b B
+	chunk := b.chunk()
 	for batch != nil {
 		start := time.Now()
-		pc.run(drv, key.topic, key.mode, batch)
+		c.run(drv, key, batch)
 		took := time.Since(start)
 		var wake chan struct{}
-		pc.mu.Lock()
-		if len(batch) > 1 && len(l.queue) < BatchChunkSize {
+		c.mu.Lock()
+		if len(batch) > 1 && len(l.queue) < chunk {
 			wake = make(chan struct{})
-			l.want, l.wake = min(len(l.queue)+len(batch), BatchChunkSize), wake
+			l.want, l.wake = min(len(l.queue)+len(batch), chunk), wake
 		}
-		pc.mu.Unlock()
-		answer(batch)
+		c.mu.Unlock()
+		for _, p := range batch {
+			close(p.done)
+		}
 		if wake != nil {
 			t := time.NewTimer(min(took/8, boardMax))
 			select {
@@ -183,30 +199,24 @@ func (pc *publishCoalescer) flush(key laneKey, l *lane, drv ontimedriver.Driver,
 			}
 			t.Stop()
 		}
-		pc.mu.Lock()
+		c.mu.Lock()
 		l.wake = nil
-		batch = pc.take(key, l)
-		pc.mu.Unlock()
+		batch = c.take(key, l)
+		c.mu.Unlock()
 	}
 }
 
 // boardMax is the longest a flusher waits for the callers it answered.
 const boardMax = time.Millisecond
 
-// answer wakes the callers of a batch that was written (or failed).
-func answer(batch []*pendingPublish) {
-	for _, p := range batch {
-		close(p.done)
-	}
-}
-
-// take takes the next batch of l's queue: up to BatchChunkSize timers in
-// queue order, no id twice (a second publish of an id waits for the next
-// batch, so the store sees them in order). A timer whose caller has gone is
-// dropped, unwritten, with its context's error. With nothing left, the
-// lane goes idle and take returns nil. The caller holds pc.mu.
-func (pc *publishCoalescer) take(key laneKey, l *lane) []*pendingPublish {
-	var batch []*pendingPublish
+// take takes the next batch of l's queue: up to B's chunk of items in
+// queue order, no id twice when B is distinct. An item whose caller has
+// gone is dropped, unsent, with its context's error. With nothing left,
+// the lane goes idle and take returns nil. The caller holds c.mu.
+func (c *coalescer[K, Req, Res, B]) take(key K, l *lane[Req, Res]) []*pending[Req, Res] {
+	var b B
+	chunk, distinct := b.chunk(), b.distinct()
+	var batch []*pending[Req, Res]
 	var ids map[string]struct{}
 	rest := l.queue[:0]
 	for _, q := range l.queue {
@@ -215,21 +225,24 @@ func (pc *publishCoalescer) take(key laneKey, l *lane) []*pendingPublish {
 			close(q.done)
 			continue
 		}
-		if len(batch) == BatchChunkSize {
+		if len(batch) == chunk {
 			rest = append(rest, q)
 			continue
 		}
-		if len(batch) == 1 && ids == nil {
-			// A second timer: from here on, ids are checked.
-			ids = make(map[string]struct{}, min(len(l.queue), BatchChunkSize))
-			ids[batch[0].nt.ID] = struct{}{}
-		}
-		if ids != nil {
-			if _, dup := ids[q.nt.ID]; dup {
-				rest = append(rest, q)
-				continue
+		if distinct {
+			if len(batch) == 1 && ids == nil {
+				// A second item: from here on, ids are checked.
+				ids = make(map[string]struct{}, min(len(l.queue), chunk))
+				ids[b.id(batch[0].req)] = struct{}{}
 			}
-			ids[q.nt.ID] = struct{}{}
+			if ids != nil {
+				id := b.id(q.req)
+				if _, dup := ids[id]; dup {
+					rest = append(rest, q)
+					continue
+				}
+				ids[id] = struct{}{}
+			}
 		}
 		q.taken = true
 		batch = append(batch, q)
@@ -238,16 +251,17 @@ func (pc *publishCoalescer) take(key laneKey, l *lane) []*pendingPublish {
 	l.queue = rest
 	if batch == nil {
 		l.busy = false
-		delete(pc.lanes, key)
+		delete(c.lanes, key)
 	}
 	return batch
 }
 
-// run writes a batch in one store call (answer then wakes its callers), with the first caller's context
-// values but no cancellation (each caller waits on its own context). A
-// driver that panics fails the batch for every caller (none is told its
-// timer was written), and the first caller panics with the driver's value.
-func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode ontimedriver.ScheduleMode, batch []*pendingPublish) {
+// run makes a batch's store call (flush then wakes its callers), with the
+// first caller's context values but no cancellation (each caller waits on
+// its own context). A driver that panics fails the batch for every caller
+// (none is told its item was written), and the first caller panics with
+// the driver's value.
+func (c *coalescer[K, Req, Res, B]) run(drv ontimedriver.Driver, key K, batch []*pending[Req, Res]) {
 	defer func() {
 		if r := recover(); r != nil {
 			for i, p := range batch {
@@ -259,33 +273,14 @@ func (pc *publishCoalescer) run(drv ontimedriver.Driver, topic string, mode onti
 		}
 	}()
 	ctx := context.WithoutCancel(batch[0].ctx)
-	nts := make([]ontimedriver.NewTimer, len(batch))
-	for i, p := range batch {
-		nts[i] = p.nt
+	var b B
+	if len(batch) == 1 {
+		batch[0].res, batch[0].err = b.one(ctx, drv, key, batch[0].req)
+		return
 	}
-	res, err := scheduleCall(ctx, drv, topic, nts, mode)
-	for i, p := range batch {
-		if err != nil {
+	if err := b.many(ctx, drv, key, batch); err != nil {
+		for _, p := range batch {
 			p.err = err
-			continue
 		}
-		p.res[0] = res[i]
 	}
-}
-
-// scheduleCall writes nts in one store call and checks that the store
-// answered for each.
-func scheduleCall(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
-	res, err := drv.Schedule(ctx, topic, nts, mode)
-	if err == nil && len(res) != len(nts) {
-		err = errResultCount(len(res), len(nts))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-func errResultCount(got, want int) error {
-	return fmt.Errorf("the store returned %d results for %d timers", got, want)
 }

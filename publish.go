@@ -320,6 +320,84 @@ func (c *Client) write(ctx context.Context, full string, timers []Timer, ifAbsen
 	return out, nil
 }
 
+// publishCoalescer shares store calls between concurrent one-timer
+// publishes of a topic (see coalescer): one lane per topic, mode and
+// replica acknowledgement, batches of up to BatchChunkSize timers, no id
+// twice in a batch.
+type publishCoalescer struct {
+	coalescer[laneKey, []ontimedriver.NewTimer, []ontimedriver.ScheduleResult, publishCalls]
+}
+
+type laneKey struct {
+	topic string
+	mode  ontimedriver.ScheduleMode
+	// ack is the replica acknowledgement the calls wait for
+	// (WaitReplicas): a shared call waits for what each of its callers
+	// asked.
+	ack ontimedriver.ReplicaAck
+}
+
+// schedule writes nts to topic through drv in one store call and returns
+// their results (each Err is the timer's own, such as ErrExists) and the
+// store call's error. A batch of one timer shares a store call with the
+// concurrent callers of the same topic and mode when one is under way
+// (contexts work as coalescer says); a larger batch makes its own call (it
+// must stay atomic: see PublishBatch).
+func (pc *publishCoalescer) schedule(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	if len(nts) != 1 {
+		return scheduleCall(ctx, drv, topic, nts, mode)
+	}
+	ack, _ := ontimedriver.ReplicaAckFrom(ctx)
+	return pc.do(ctx, drv, laneKey{topic, mode, ack}, nts)
+}
+
+// publishCalls is publishCoalescer's batcher. An item is a one-timer
+// slice (the caller's own: a lone call passes it to the store as is); its
+// result is the one-element slice of the store call's results for it.
+type publishCalls struct{}
+
+var _ batcher[laneKey, []ontimedriver.NewTimer, []ontimedriver.ScheduleResult] = publishCalls{}
+
+func (publishCalls) chunk() int                            { return BatchChunkSize }
+func (publishCalls) distinct() bool                        { return true }
+func (publishCalls) id(nts []ontimedriver.NewTimer) string { return nts[0].ID }
+
+func (publishCalls) one(ctx context.Context, drv ontimedriver.Driver, key laneKey, nts []ontimedriver.NewTimer) ([]ontimedriver.ScheduleResult, error) {
+	return scheduleCall(ctx, drv, key.topic, nts, key.mode)
+}
+
+func (publishCalls) many(ctx context.Context, drv ontimedriver.Driver, key laneKey, batch []*pending[[]ontimedriver.NewTimer, []ontimedriver.ScheduleResult]) error {
+	nts := make([]ontimedriver.NewTimer, len(batch))
+	for i, p := range batch {
+		nts[i] = p.req[0]
+	}
+	res, err := scheduleCall(ctx, drv, key.topic, nts, key.mode)
+	if err != nil {
+		return err
+	}
+	for i, p := range batch {
+		p.res = res[i : i+1 : i+1]
+	}
+	return nil
+}
+
+// scheduleCall writes nts in one store call and checks that the store
+// answered for each.
+func scheduleCall(ctx context.Context, drv ontimedriver.Driver, topic string, nts []ontimedriver.NewTimer, mode ontimedriver.ScheduleMode) ([]ontimedriver.ScheduleResult, error) {
+	res, err := drv.Schedule(ctx, topic, nts, mode)
+	if err == nil && len(res) != len(nts) {
+		err = errResultCount(len(res), len(nts))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func errResultCount(got, want int) error {
+	return fmt.Errorf("the store returned %d results for %d timers", got, want)
+}
+
 func scheduleMode(ifAbsent bool) ontimedriver.ScheduleMode {
 	if ifAbsent {
 		return ontimedriver.IfAbsent

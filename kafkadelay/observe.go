@@ -20,6 +20,12 @@ type Observer interface {
 	// retries it with backoff (the partition stays paused meanwhile) or,
 	// for a destination that cannot take the record, dead-letters it.
 	ProduceFailed(ProduceFailure)
+	// FetchFailed is called for each error a poll of the bucket topics
+	// returned: a partition's fetch failed, or the client could not reach
+	// the cluster or join its group (while the cluster is unreachable, the
+	// republisher keeps polling, and each poll reports it again). The
+	// republisher logs it and polls again; franz-go retries on its own.
+	FetchFailed(FetchFailure)
 	// DeadLettered is called when a record's produce to the dead-letter
 	// topic was acknowledged.
 	DeadLettered(DeadLetter)
@@ -39,6 +45,9 @@ func (BaseObserver) Rerouted(from, to Bucket) {}
 
 // ProduceFailed does nothing.
 func (BaseObserver) ProduceFailed(ProduceFailure) {}
+
+// FetchFailed does nothing.
+func (BaseObserver) FetchFailed(FetchFailure) {}
 
 // DeadLettered does nothing.
 func (BaseObserver) DeadLettered(DeadLetter) {}
@@ -82,6 +91,17 @@ type ProduceFailure struct {
 	Target string
 	// Attempt counts the failures of this record's produce, from 1.
 	Attempt int
+	// Err is franz-go's error.
+	Err error
+}
+
+// FetchFailure describes an error a poll of the bucket topics returned.
+type FetchFailure struct {
+	// Topic and Partition are the partition whose fetch failed; Topic is
+	// empty (and Partition 0) for an error of the client as a whole, such
+	// as a group it cannot join.
+	Topic     string
+	Partition int32
 	// Err is franz-go's error.
 	Err error
 }

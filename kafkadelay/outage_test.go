@@ -2,16 +2,59 @@ package kafkadelay_test
 
 import (
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ontime-go/ontime/kafkadelay"
 )
 
-// The cluster goes away mid-run (every broker closed): the republisher
-// keeps running without crashing, and stopping it returns within
-// RevokeWait plus a few seconds, losing nothing it had committed.
-func TestClusterGoneThenStop(t *testing.T) {
+// fetchFailures counts the FetchFailed events from the moment it is armed
+// and closes seen once it has counted want of them.
+type fetchFailures struct {
+	kafkadelay.BaseObserver
+	mu    sync.Mutex
+	armed bool
+	n     int
+	want  int
+	seen  chan struct{}
+}
+
+func (f *fetchFailures) arm() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed = true
+}
+
+func (f *fetchFailures) FetchFailed(kafkadelay.FetchFailure) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed {
+		return
+	}
+	if f.n++; f.n == f.want {
+		close(f.seen)
+	}
+}
+
+func (f *fetchFailures) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// TestOutageClusterGoneThenStop: the cluster goes away mid-run (every
+// broker closed): the republisher keeps running without crashing (it
+// reports failed polls, over and over, and Run does not return), and
+// stopping it returns within RevokeWait plus a few seconds, losing nothing
+// it had committed.
+func TestOutageClusterGoneThenStop(t *testing.T) {
 	c := newCluster(t)
-	r := c.republisher(t, nil)
+	// Three failed polls after the cluster is gone: the first shows the
+	// republisher saw the outage, the later ones that it polled again
+	// after reporting it.
+	ff := &fetchFailures{want: 3, seen: make(chan struct{})}
+	r := c.republisher(t, func(cfg *kafkadelay.Config) { cfg.Observer = ff })
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(9, 10))
 	publishMany(t, c, 2000, func(int) time.Time {
@@ -27,8 +70,15 @@ func TestClusterGoneThenStop(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	ff.arm()
 	c.Close()
-	time.Sleep(2 * time.Second) // the cluster stays gone: Run must not return
+	select {
+	case <-ff.seen:
+	case <-r.done:
+		t.Fatalf("Run returned while the cluster was gone: %v", r.err)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%d failed polls reported in 60 s with the cluster gone, want %d", ff.count(), ff.want)
+	}
 	select {
 	case <-r.done:
 		t.Fatalf("Run returned while the cluster was gone: %v", r.err)

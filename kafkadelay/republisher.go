@@ -433,6 +433,7 @@ func (r *Republisher) run(ctx context.Context) error {
 		fetches.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				r.log.Warn("kafkadelay: fetch error", "topic", topic, "partition", p, "err", err)
+				r.obs.FetchFailed(FetchFailure{Topic: topic, Partition: p, Err: err})
 			}
 		})
 		// Headers are parsed before taking the lock, which produce

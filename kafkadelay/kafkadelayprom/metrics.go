@@ -17,6 +17,8 @@
 // Counters, by the bucket topic a record was read from (label bucket):
 // ontime_kafka_released_total, ontime_kafka_released_early_total (must stay
 // 0), ontime_kafka_dead_lettered_total, ontime_kafka_produce_errors_total;
+// ontime_kafka_fetch_errors_total (no label: errors of polls of the bucket
+// topics, such as a cluster that cannot be reached);
 // ontime_kafka_rerouted_total (labels from, to);
 // ontime_kafka_rebalances_total (kind: assigned, revoked, lost);
 // ontime_kafka_rebalance_records_total (what: handed_off, dropped,
@@ -84,6 +86,7 @@ type Metrics struct {
 	rerouted                             *prometheus.CounterVec
 	lateness                             *prometheus.HistogramVec
 	rebalances, rebalanceRecords         *prometheus.CounterVec
+	fetchErrors                          prometheus.Counter
 
 	mu    sync.Mutex
 	stats func() []kafkadelay.PartitionStats
@@ -117,10 +120,14 @@ func NewMetrics(opts ...Opt) (*Metrics, error) {
 			Namespace: "ontime", Subsystem: "kafka", Name: "release_lateness_seconds", Buckets: c.buckets,
 			Help: "How long after its due instant each record was handed to the producer for its destination.",
 		}, []string{"bucket"}),
-		rebalances:       counter("rebalances_total", "Changes of the partitions this republisher owns, by kind: assigned, revoked, lost.", "kind"),
+		rebalances: counter("rebalances_total", "Changes of the partitions this republisher owns, by kind: assigned, revoked, lost.", "kind"),
+		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "ontime", Subsystem: "kafka", Name: "fetch_errors_total",
+			Help: "Errors returned by polls of the bucket topics (a partition's fetch, or the cluster or group unreachable).",
+		}),
 		rebalanceRecords: counter("rebalance_records_total", "Records affected by revocations and losses: handed_off (produced onward so offsets could be committed), dropped (read again by the next owner), unacked (may be duplicated).", "what"),
 	}
-	cs := []prometheus.Collector{m.released, m.rerouted, m.dead, m.produceErrors, m.early, m.lateness, m.rebalances, m.rebalanceRecords, (*partitions)(m)}
+	cs := []prometheus.Collector{m.released, m.rerouted, m.dead, m.produceErrors, m.early, m.lateness, m.rebalances, m.rebalanceRecords, m.fetchErrors, (*partitions)(m)}
 	for i, col := range cs {
 		if err := c.reg.Register(col); err != nil {
 			for _, r := range cs[:i] {
@@ -186,6 +193,9 @@ func (m *Metrics) ProduceFailed(f kafkadelay.ProduceFailure) {
 	m.bucket(f.Source)
 	m.produceErrors.WithLabelValues(f.Source).Inc()
 }
+
+// FetchFailed counts an error a poll returned.
+func (m *Metrics) FetchFailed(kafkadelay.FetchFailure) { m.fetchErrors.Inc() }
 
 // DeadLettered counts a dead letter.
 func (m *Metrics) DeadLettered(d kafkadelay.DeadLetter) {

@@ -31,6 +31,8 @@ func TestEveryEvent(t *testing.T) {
 	m.Rerouted(b5, b1)
 	m.ProduceFailed(kafkadelay.ProduceFailure{Source: "delay-5s", Attempt: 1, Err: errors.New("down")})
 	m.DeadLettered(kafkadelay.DeadLetter{Source: "delay-5s", Reason: "malformed"})
+	m.FetchFailed(kafkadelay.FetchFailure{Err: errors.New("unable to join group session")})
+	m.FetchFailed(kafkadelay.FetchFailure{Topic: "delay-1s", Partition: 0, Err: errors.New("down")})
 	m.Rebalanced(kafkadelay.Rebalance{Kind: "revoked", HandedOff: 3, Dropped: 2, Unacked: 1})
 	m.WatchStats(func() []kafkadelay.PartitionStats {
 		return []kafkadelay.PartitionStats{
@@ -43,6 +45,9 @@ func TestEveryEvent(t *testing.T) {
 # TYPE ontime_kafka_dead_lettered_total counter
 ontime_kafka_dead_lettered_total{bucket="delay-1s"} 0
 ontime_kafka_dead_lettered_total{bucket="delay-5s"} 1
+# HELP ontime_kafka_fetch_errors_total Errors returned by polls of the bucket topics (a partition's fetch, or the cluster or group unreachable).
+# TYPE ontime_kafka_fetch_errors_total counter
+ontime_kafka_fetch_errors_total 2
 # HELP ontime_kafka_partition_head_late_seconds How far past its instant the partition's oldest unfinished record is (the lag that matters for a delay topic; 0 when nothing is overdue).
 # TYPE ontime_kafka_partition_head_late_seconds gauge
 ontime_kafka_partition_head_late_seconds{partition="0",topic="delay-1s"} 0.25
@@ -80,7 +85,7 @@ ontime_kafka_released_total{bucket="delay-5s"} 0
 # TYPE ontime_kafka_rerouted_total counter
 ontime_kafka_rerouted_total{from="delay-5s",to="delay-1s"} 1
 `
-	names := []string{"ontime_kafka_dead_lettered_total", "ontime_kafka_partition_head_late_seconds", "ontime_kafka_partition_held_records",
+	names := []string{"ontime_kafka_dead_lettered_total", "ontime_kafka_fetch_errors_total", "ontime_kafka_partition_head_late_seconds", "ontime_kafka_partition_held_records",
 		"ontime_kafka_partition_paused", "ontime_kafka_partitions_owned", "ontime_kafka_produce_errors_total", "ontime_kafka_rebalance_records_total",
 		"ontime_kafka_rebalances_total", "ontime_kafka_released_early_total", "ontime_kafka_released_total", "ontime_kafka_rerouted_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
