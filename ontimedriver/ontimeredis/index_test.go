@@ -42,6 +42,10 @@ func TestTopicIndexHints(t *testing.T) {
 // indexScore returns the topic's score in the index, or -1 when absent.
 func indexScore(t *testing.T, rdb redis.UniversalClient, d *ontimeredis.Driver, topic string) int64 {
 	t.Helper()
+	// what the driver queued for its background writer first
+	if err := ontimeredis.FlushHints(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
 	next, _ := ontimeredis.IndexKeys(d)
 	s, err := rdb.ZScore(t.Context(), next, topic).Result()
 	if errors.Is(err, redis.Nil) {
@@ -110,22 +114,26 @@ func TestIndexCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
 	rdb := cluster.NewClient(t)
-	plain, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	plain, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, NoClusterTopicIndex: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
 	if plain.TopicIndexed() {
-		t.Error("TopicIndexed on a Redis Cluster without ClusterTopicIndex: it would cost a round trip per call")
+		t.Error("TopicIndexed on a Redis Cluster with NoClusterTopicIndex")
 	}
-	if _, err := plain.DueTopics(t.Context(), "*", 0, 1); !errors.Is(err, ontimedriver.ErrNoTopicIndex) || !strings.Contains(err.Error(), "ClusterTopicIndex") {
-		t.Errorf("DueTopics without ClusterTopicIndex: %v, want ErrNoTopicIndex naming the option", err)
+	if _, err := plain.DueTopics(t.Context(), "*", 0, 1); !errors.Is(err, ontimedriver.ErrNoTopicIndex) || !strings.Contains(err.Error(), "NoClusterTopicIndex") {
+		t.Errorf("DueTopics with NoClusterTopicIndex: %v, want ErrNoTopicIndex naming the option", err)
 	}
-	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true})
+	// the default: the index is kept
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	if !d.TopicIndexed() {
+		t.Error("TopicIndexed is false on a Redis Cluster by default")
+	}
 	if !d.NeedsIndexRepair() {
 		t.Error("NeedsIndexRepair is false on a Redis Cluster")
 	}
