@@ -111,7 +111,8 @@ func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind 
 // writeHints runs hint.lua with quads of topic, version, kind, score.
 func (d *Driver) writeHints(ctx context.Context, quads []any) error {
 	next, ver := d.indexKeys()
-	_, err := d.eval(ctx, sHint, []string{next, ver}, quads...)
+	// not refused once Close began: Close writes the queued hints last
+	_, err := d.evalOpen(ctx, sHint, []string{next, ver}, quads...)
 	return err
 }
 
