@@ -35,8 +35,8 @@ import (
 // one registered first.
 //
 // The store must keep the topic index: the embedded store and the Redis
-// driver's native layout on one node do, and on a Redis Cluster with
-// ontimeredis.Options.ClusterTopicIndex; the faststream-compatible Redis
+// driver's native layout does (on a Redis Cluster too, unless
+// ontimeredis.Options.NoClusterTopicIndex is set); the faststream-compatible Redis
 // layout does not (Python writes its keys without it). Otherwise
 // HandleTopics returns an error wrapping ErrInvalid. HandleTopics must be called before the
 // Worker runs.
@@ -55,7 +55,7 @@ func (w *Worker) registerPattern(pattern string, h rawHandler, opts *TopicOption
 	}
 	idx, ok := ontimedriver.IndexedTopics(w.client.drv)
 	if !ok {
-		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot, so serve its topics with Handle; on a Redis Cluster set ontimeredis.Options.ClusterTopicIndex)", full)
+		return invalidf("HandleTopics %q: the store keeps no topic index (the faststream-compatible Redis layout cannot, so serve its topics with Handle; on a Redis Cluster unset ontimeredis.Options.NoClusterTopicIndex)", full)
 	}
 	o, err := w.topicOptions(full, opts)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestConformanceCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3, redistest.WithReplicas(3))
 	t.Run("Library", func(t *testing.T) {
 		t.Parallel()
-		drivertest.RunLibrary(t, topologyHarness(func(tb testing.TB) redis.UniversalClient { return cluster.NewClient(tb) }, ontimeredis.Options{ClusterTopicIndex: true}))
+		drivertest.RunLibrary(t, topologyHarness(func(tb testing.TB) redis.UniversalClient { return cluster.NewClient(tb) }, ontimeredis.Options{}))
 	})
 	var mu sync.Mutex
 	made := map[ontimedriver.Driver]ontimeredis.Options{}
@@ -40,7 +40,7 @@ func TestConformanceCluster(t *testing.T) {
 	}
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t testing.TB) ontimedriver.Driver {
-			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true})
+			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
 		},
 		NewPeer: func(t testing.TB, d ontimedriver.Driver) ontimedriver.Driver {
 			mu.Lock()

@@ -45,6 +45,9 @@ type Driver struct {
 	shards *shardConfig
 
 	hub hub
+	// after writes, on a Cluster, the index hints and registry additions
+	// a call need not wait for (hintwriter.go).
+	after hintWriter
 	// pool runs the calls bounded cannot run on the caller's goroutine.
 	pool callPool
 	// reload reloads a Cluster's slot map during an outage, and faults
@@ -89,12 +92,13 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 		d.idx = idxNone
 	case isSingle(rdb):
 		d.idx = idxScripts
-	case o.ClusterTopicIndex:
-		d.idx = idxHints
-	default:
+	case o.NoClusterTopicIndex:
 		d.idx = idxNone
+	default:
+		d.idx = idxHints
 	}
 	d.hub.init(d)
+	d.after.init(d)
 	d.pool.init()
 	d.reload.init(rdb)
 	return d, nil
@@ -176,6 +180,7 @@ func (d *Driver) Close() error {
 	if d.closed.Swap(true) {
 		return nil
 	}
+	d.after.close()
 	d.hub.close()
 	d.pool.close()
 	d.reload.close()
@@ -239,18 +244,15 @@ func (d *Driver) withRegistry(ks []string) []string {
 // registerAfter adds topic to the registry after a script wrote its keys,
 // where the script could not (a Redis Cluster, or a client the driver does
 // not know to be one Redis): in this order a prune that runs meanwhile
-// either sees the keys or is followed by this add (see pruneTopics). It
-// runs after the write succeeded, so it does not fail it: a lost add is
-// logged, and the topic is listed again after its next schedule.
-func (d *Driver) registerAfter(ctx context.Context, topic string) {
+// either sees the keys or is followed by this add (see pruneTopics). The
+// add is queued for the background writer (hintwriter.go): the call does
+// not wait for it, and a lost add is logged; the topic is listed again
+// after its next schedule.
+func (d *Driver) registerAfter(topic string) {
 	if d.compat || d.idx == idxScripts {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hintTimeout)
-	defer cancel()
-	if _, err := bounded(d, ctx, func(ctx context.Context) (int64, error) { return d.rdb.SAdd(ctx, d.registryKey(), topic).Result() }); err != nil {
-		d.log.Warn("ontimeredis: adding a topic to the registry failed; Topics lists it after its next schedule", "topic", topic, "error", err)
-	}
+	d.after.register(topic)
 }
 
 // ---- time ----
@@ -427,6 +429,10 @@ func (d *Driver) page(ctx context.Context, zset, hash, lease string, before stri
 // native layout keeps a registry set (Prefix + "topics"); the compatible
 // layout scans for the Python key names.
 func (d *Driver) Topics(ctx context.Context) ([]string, error) {
+	// this process's queued registry additions first (a Cluster)
+	if err := d.after.sync(ctx); err != nil {
+		return nil, fmt.Errorf("ontimeredis: topics: %w", err)
+	}
 	names, err := d.storedTopics(ctx)
 	if err != nil || d.shards == nil {
 		return names, err

@@ -33,3 +33,7 @@ func ShardOf(d *Driver, topic, id string) int { return d.sharded(topic).of(id) }
 
 // CRC16 is Redis Cluster's key hash as the driver computes it.
 var CRC16 = crc16
+
+// FlushHints waits until the index hints and registry additions d queued
+// for its background writer are written (hintwriter.go).
+func FlushHints(ctx context.Context, d *Driver) error { return d.after.sync(ctx) }

@@ -80,12 +80,22 @@ const (
 // change; "" with hintExact: the topic holds no timer). It runs after the
 // operation succeeded, so it does not fail it: a lost hint is logged, and
 // costs lateness until the topic's next Claim or SyncTopicIndex.
-func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind string, score any) {
+//
+// A hint that can lower the entry is written before the call returns (a
+// worker must see the new head); one that can only raise it (raise: after
+// a claim, a cancel, or a settle of acks and dead letters only) is queued
+// for the background writer (hintwriter.go), as an entry left too low for
+// a moment costs at most one claim that finds nothing.
+func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind string, score any, raise bool) {
 	if d.idx != idxHints {
 		return
 	}
 	sc := replyStr(score)
 	if sc == "" && kind == hintLower {
+		return
+	}
+	if raise && kind == hintExact {
+		d.after.hint(topic, replyInt(version), sc)
 		return
 	}
 	if kind == hintExact && sc == "" {
@@ -101,7 +111,8 @@ func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind 
 // writeHints runs hint.lua with quads of topic, version, kind, score.
 func (d *Driver) writeHints(ctx context.Context, quads []any) error {
 	next, ver := d.indexKeys()
-	_, err := d.eval(ctx, sHint, []string{next, ver}, quads...)
+	// not refused once Close began: Close writes the queued hints last
+	_, err := d.evalOpen(ctx, sHint, []string{next, ver}, quads...)
 	return err
 }
 
@@ -109,12 +120,12 @@ func (d *Driver) noIndex(what string) error {
 	if d.compat {
 		return fmt.Errorf("ontimeredis: %s: the compatible layout keeps no topic index (faststream-redis-timers writes its keys without one): %w", what, ontimedriver.ErrNoTopicIndex)
 	}
-	return fmt.Errorf("ontimeredis: %s: no topic index on a Redis Cluster unless Options.ClusterTopicIndex is set: %w", what, ontimedriver.ErrNoTopicIndex)
+	return fmt.Errorf("ontimeredis: %s: no topic index on a Redis Cluster with Options.NoClusterTopicIndex: %w", what, ontimedriver.ErrNoTopicIndex)
 }
 
 // TopicIndexed reports whether the driver keeps the topic index: true in
 // the native layout on a single node, and on a Cluster with
-// Options.ClusterTopicIndex; false in the compatible layout (the Python
+// Options.NoClusterTopicIndex unset (the default); false in the compatible layout (the Python
 // library writes its keys without it). See ontimedriver.TopicIndex.
 func (d *Driver) TopicIndexed() bool { return d.idx != idxNone }
 
@@ -148,6 +159,10 @@ func (d *Driver) DueTopics(ctx context.Context, pattern string, within time.Dura
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: DueTopics limit %d, want at least 1", ontimedriver.ErrInvalid, limit)
+	}
+	// this process's queued hints first (a Cluster): it reads its own writes
+	if err := d.after.sync(ctx); err != nil {
+		return nil, fmt.Errorf("ontimeredis: DueTopics: %w", err)
 	}
 	if within < 0 {
 		return nil, fmt.Errorf("%w: DueTopics within %s, want >= 0", ontimedriver.ErrInvalid, within)
@@ -273,6 +288,9 @@ func (d *Driver) SyncTopicIndex(ctx context.Context) error {
 	}
 	if d.idx == idxNone {
 		return d.noIndex("SyncTopicIndex")
+	}
+	if err := d.after.sync(ctx); err != nil {
+		return fmt.Errorf("ontimeredis: SyncTopicIndex: %w", err)
 	}
 	var cursor uint64
 	for {

@@ -42,6 +42,10 @@ func TestTopicIndexHints(t *testing.T) {
 // indexScore returns the topic's score in the index, or -1 when absent.
 func indexScore(t *testing.T, rdb redis.UniversalClient, d *ontimeredis.Driver, topic string) int64 {
 	t.Helper()
+	// what the driver queued for its background writer first
+	if err := ontimeredis.FlushHints(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
 	next, _ := ontimeredis.IndexKeys(d)
 	s, err := rdb.ZScore(t.Context(), next, topic).Result()
 	if errors.Is(err, redis.Nil) {
@@ -110,28 +114,33 @@ func TestIndexCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
 	rdb := cluster.NewClient(t)
-	plain, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	plain, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, NoClusterTopicIndex: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plain.Close() })
 	if plain.TopicIndexed() {
-		t.Error("TopicIndexed on a Redis Cluster without ClusterTopicIndex: it would cost a round trip per call")
+		t.Error("TopicIndexed on a Redis Cluster with NoClusterTopicIndex")
 	}
-	if _, err := plain.DueTopics(t.Context(), "*", 0, 1); !errors.Is(err, ontimedriver.ErrNoTopicIndex) || !strings.Contains(err.Error(), "ClusterTopicIndex") {
-		t.Errorf("DueTopics without ClusterTopicIndex: %v, want ErrNoTopicIndex naming the option", err)
+	if _, err := plain.DueTopics(t.Context(), "*", 0, 1); !errors.Is(err, ontimedriver.ErrNoTopicIndex) || !strings.Contains(err.Error(), "NoClusterTopicIndex") {
+		t.Errorf("DueTopics with NoClusterTopicIndex: %v, want ErrNoTopicIndex naming the option", err)
 	}
-	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true})
+	// the default: the index is kept
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Close() })
+	if !d.TopicIndexed() {
+		t.Error("TopicIndexed is false on a Redis Cluster by default")
+	}
 	if !d.NeedsIndexRepair() {
 		t.Error("NeedsIndexRepair is false on a Redis Cluster")
 	}
 	t.Run("HintOrder", func(t *testing.T) { testHintOrder(t, rdb, d) })
 	t.Run("Sync", func(t *testing.T) { testSync(t, rdb, d) })
 	t.Run("StaleClaimHint", func(t *testing.T) { testStaleClaimHint(t, rdb, d) })
+	t.Run("BackgroundHints", func(t *testing.T) { testBackgroundHints(t, rdb) })
 	t.Run("SubscribeAcrossMasters", func(t *testing.T) {
 		ctx := t.Context()
 		ch, cancel, err := d.SubscribeTopics(ctx, "spread.*")
@@ -196,6 +205,55 @@ func testStaleClaimHint(t *testing.T, rdb redis.UniversalClient, d *ontimeredis.
 	}
 	if got := indexScore(t, rdb, d, "stale"); got != cl.Timers[0].LeaseUntil.UnixMilli() {
 		t.Errorf("after the claim: index %d, want the lease deadline %d", got, cl.Timers[0].LeaseUntil.UnixMilli())
+	}
+}
+
+// testBackgroundHints: on a Cluster a hint that lowers a topic's entry is
+// written before the call returns, and one that raises it (a claim's) is
+// written by the background writer, at the latest when the driver closes.
+// The index is read straight from Redis, without FlushHints.
+func testBackgroundHints(t *testing.T, rdb redis.UniversalClient) {
+	ctx := t.Context()
+	d, err := ontimeredis.New(rdb, &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	next, _ := ontimeredis.IndexKeys(d)
+	raw := func() int64 {
+		t.Helper()
+		s, err := rdb.ZScore(ctx, next, "bg").Result()
+		if errors.Is(err, redis.Nil) {
+			return -1
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(s)
+	}
+	res, err := d.Schedule(ctx, "bg", []ontimedriver.NewTimer{{ID: "now", Payload: []byte("p")}}, ontimedriver.Upsert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := raw(); got != res[0].Due.UnixMilli() {
+		t.Fatalf("right after the publish that filled the topic: index %d, want its due %d (written before the call returned)", got, res[0].Due.UnixMilli())
+	}
+	later := time.Now().Add(time.Hour)
+	if _, err := d.Schedule(ctx, "bg", []ontimedriver.NewTimer{{ID: "later", At: later, Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	if got := raw(); got != res[0].Due.UnixMilli() {
+		t.Fatalf("after a publish behind the head: index %d, want %d unchanged", got, res[0].Due.UnixMilli())
+	}
+	cl, err := d.Claim(ctx, "bg", 10, time.Minute)
+	if err != nil || len(cl.Timers) != 1 {
+		t.Fatalf("claim: %v %v", cl, err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := raw(), cl.Timers[0].LeaseUntil.UnixMilli(); got != want {
+		t.Errorf("after the claim and Close: index %d, want the lease deadline %d (the claim's hint, written by the background writer)", got, want)
 	}
 }
 

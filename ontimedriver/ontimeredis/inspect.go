@@ -95,7 +95,7 @@ func (d *Driver) FireNow(ctx context.Context, topic, id string) (time.Time, erro
 	}
 	if len(a) == 4 {
 		// made due: the index entry is lowered
-		d.hintAfter(ctx, topic, a[2], hintLower, a[3])
+		d.hintAfter(ctx, topic, a[2], hintLower, a[3], false)
 	}
 	if d.compat {
 		return usTime(replyInt(a[1])), nil

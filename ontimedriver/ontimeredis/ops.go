@@ -87,9 +87,9 @@ func (d *Driver) Schedule(ctx context.Context, topic string, timers []ontimedriv
 		return nil, errReply
 	}
 	if extra > 0 {
-		d.hintAfter(ctx, topic, a[len(timers)], hintLower, a[len(timers)+1])
+		d.hintAfter(ctx, topic, a[len(timers)], hintLower, a[len(timers)+1], false)
 	}
-	d.registerAfter(ctx, topic)
+	d.registerAfter(topic)
 	out := make([]ontimedriver.ScheduleResult, len(timers))
 	for i, v := range a[:len(timers)] {
 		n := replyInt(v)
@@ -142,7 +142,7 @@ func (d *Driver) claimNative(ctx context.Context, topic string, max int, lease t
 	if err != nil || len(a) < 5 {
 		return nil, errReply
 	}
-	d.hintAfter(ctx, topic, a[0], hintExact, a[2])
+	d.hintAfter(ctx, topic, a[0], hintExact, a[2], true)
 	out := &ontimedriver.ClaimResult{Now: usTime(replyInt(a[0]))}
 	leaseUntil := msTime(replyInt(a[1]))
 	if n := replyStr(a[2]); n != "" {
@@ -238,6 +238,19 @@ func (d *Driver) claimCompat(ctx context.Context, topic string, max int, lease t
 // kindArg is each settle kind as the settle scripts read it.
 var kindArg = [...]any{ontimedriver.Ack: "0", ontimedriver.Retry: "1", ontimedriver.Snooze: "2", ontimedriver.Dead: "3"}
 
+// raiseOnly reports whether a settle of ops can only raise its topic's
+// head: acks and dead letters remove timers; a retry, a snooze or a
+// recurring timer's next tick writes a due time that may be earlier than
+// the head.
+func raiseOnly(ops []ontimedriver.Settlement) bool {
+	for _, op := range ops {
+		if (op.Kind != ontimedriver.Ack && op.Kind != ontimedriver.Dead) || op.Next != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // Settle applies outcomes in one script call, each fenced by its token.
 func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Settlement) ([]error, error) {
 	if len(ops) == 0 {
@@ -306,7 +319,7 @@ func (d *Driver) Settle(ctx context.Context, topic string, ops []ontimedriver.Se
 	}
 	if len(a) == len(ops)+2 {
 		// an outcome was applied: the topic's new head
-		d.hintAfter(ctx, topic, a[len(ops)], hintExact, a[len(ops)+1])
+		d.hintAfter(ctx, topic, a[len(ops)], hintExact, a[len(ops)+1], raiseOnly(ops))
 	}
 	out := make([]error, len(ops))
 	for i, v := range a[:len(ops)] {
@@ -402,7 +415,7 @@ func (d *Driver) Cancel(ctx context.Context, topic, id string) error {
 	}
 	if replyInt(a[2]) == 1 {
 		// the topic emptied: it leaves the index
-		d.hintAfter(ctx, topic, a[1], hintExact, "")
+		d.hintAfter(ctx, topic, a[1], hintExact, "", true)
 	}
 	return nil
 }
@@ -454,7 +467,7 @@ func (d *Driver) CancelBatch(ctx context.Context, topic string, ids []string) ([
 	}
 	if replyInt(a[2]) == 1 {
 		// the topic emptied: it leaves the index
-		d.hintAfter(ctx, topic, a[1], hintExact, "")
+		d.hintAfter(ctx, topic, a[1], hintExact, "", true)
 	}
 	return out, nil
 }
@@ -1007,7 +1020,7 @@ func (d *Driver) replayDead(ctx context.Context, topic string, ids []string, all
 		if err != nil || len(a) != 3 {
 			return 0, errReply
 		}
-		d.hintAfter(ctx, topic, a[1], hintLower, a[2])
+		d.hintAfter(ctx, topic, a[1], hintLower, a[2], false)
 		return int(replyInt(a[0])), nil
 	})
 }

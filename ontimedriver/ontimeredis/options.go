@@ -61,16 +61,27 @@ type Options struct {
 	// letters). Default slog.Default().
 	Logger *slog.Logger
 
-	// ClusterTopicIndex keeps the topic index (ontimedriver.TopicIndex,
-	// which ontime.HandleTopics needs) on a Redis Cluster, or any client
-	// that is not a single node. There the index lives in another slot
-	// than the topics, so every schedule, claim, settle, cancel, fire and
-	// replay call makes one more round trip after its script to write the
-	// index hint: measured on one Redis in the same mode, +30 % time per
-	// 100-timer publish batch and +20 % per 100-timer claim and ack. Off
-	// by default: a Cluster user who serves topics one by one (Handle)
-	// does not pay for it. On a single node (standalone, Sentinel) the
-	// scripts keep the index at no extra round trip, always.
+	// NoClusterTopicIndex turns the topic index (ontimedriver.TopicIndex,
+	// which ontime.HandleTopics and ontime serve's one worker for every
+	// topic need) off on a Redis Cluster, or any client that is not a
+	// single node. There the index lives in another slot than the topics,
+	// so the driver writes it after each script: a hint that lowers a
+	// topic's entry (a publish that makes the topic's head earlier, a
+	// retry, a snooze) before the call returns, one round trip more; the
+	// rest (claims, acks, cancels) in the background, coalesced per topic.
+	// Measured on a 3-master Cluster, the index costs no measurable time or
+	// Redis CPU on publishes behind the head and on claims and acks, and
+	// one round trip on a publish that becomes its topic's head
+	// (docs/BENCHMARKS.md, "The topic index on a Cluster"). On a single
+	// node (standalone, Sentinel) the scripts keep the index at no extra
+	// round trip, always, and this option does nothing.
+	NoClusterTopicIndex bool
+
+	// ClusterTopicIndex kept the topic index on a Cluster when it was off
+	// by default.
+	//
+	// Deprecated: the index is kept on a Cluster by default; set
+	// NoClusterTopicIndex to turn it off. This field has no effect.
 	ClusterTopicIndex bool
 
 	// Shards spreads hot topics over several hash slots, so that on a

@@ -85,8 +85,8 @@ func (d *Driver) ScheduleRecurring(ctx context.Context, topic string, t ontimedr
 	if n == -1 {
 		return ontimedriver.ScheduleResult{Err: ontimedriver.ErrExists}, nil
 	}
-	d.hintAfter(ctx, topic, a[1], hintLower, a[2])
-	d.registerAfter(ctx, topic)
+	d.hintAfter(ctx, topic, a[1], hintLower, a[2], false)
+	d.registerAfter(topic)
 	return ontimedriver.ScheduleResult{Due: msTime(n)}, nil
 }
 
@@ -149,7 +149,7 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id, pause string, next 
 		return ontimedriver.ErrNotFound
 	}
 	if replyStr(a[2]) != "" {
-		d.hintAfter(ctx, topic, a[1], hintLower, a[2])
+		d.hintAfter(ctx, topic, a[1], hintLower, a[2], false)
 	}
 	return nil
 }

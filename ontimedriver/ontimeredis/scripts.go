@@ -85,6 +85,12 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 	if d.closed.Load() {
 		return nil, errClosed
 	}
+	return d.evalOpen(ctx, s, keys, args...)
+}
+
+// evalOpen is eval without the closed check: Close's last background
+// writes (hintwriter.go) use it.
+func (d *Driver) evalOpen(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
 	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
 		res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {

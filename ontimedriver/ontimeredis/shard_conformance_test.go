@@ -52,7 +52,7 @@ func TestConformanceClusterSharded(t *testing.T) {
 	}
 	drivertest.Run(t, drivertest.Harness{
 		New: func(t testing.TB) ontimedriver.Driver {
-			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, ClusterTopicIndex: true, Shards: everyTopicSharded})
+			return open(t, ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, Shards: everyTopicSharded})
 		},
 		NewPeer: func(t testing.TB, d ontimedriver.Driver) ontimedriver.Driver {
 			mu.Lock()

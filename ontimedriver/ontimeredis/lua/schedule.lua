@@ -12,8 +12,11 @@
 -- the store's clock as "<ms>:<us>", see due_after), envelope
 -- Returns one due ms per timer, or -1 when the id exists (if absent), then
 -- the clock (us) and the index hint: the earliest due of the written timers
--- or the old head, whichever is earlier ("" when nothing was written). The
--- index entry is lowered to it (KEYS[6]; on a Cluster the driver does).
+-- when it is earlier than the old head or the topic held nothing, else ""
+-- (the head did not move earlier: the entry, at most the head, stands).
+-- On one Redis the index entry is lowered here (KEYS[6]) to the earlier
+-- of the two, which also repairs a missing entry; on a Cluster the driver
+-- writes the hint.
 -- An upsert drops any lease of the id: its token stops working.
 local shards = redis.call('GET', KEYS[5])
 if shards then
@@ -110,7 +113,13 @@ if m > 0 then
     low = old
   end
   idx_lower(KEYS[6], ARGV[3], low)
-  low = fmt(low)
+  -- the hint the driver writes on a Cluster, where that write costs a
+  -- round trip: only when the head moved earlier (or the topic was empty)
+  if not old or earliest < old then
+    low = fmt(low)
+  else
+    low = ''
+  end
 end
 if earliest and (not old or earliest < old) then
   redis.call('PUBLISH', ARGV[2], fmt(earliest))

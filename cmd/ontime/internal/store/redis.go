@@ -24,10 +24,8 @@ func newRedisDriver(rdb redis.UniversalClient, o RedisOptions, log *slog.Logger)
 		opts.Layout = ontimeredis.Native
 		opts.Prefix = o.Prefix
 		// The server serves every topic from the topic index (one
-		// HandleTopics loop): on a Cluster it costs one more round trip
-		// per store call (the hint), which one worker per topic plus a
-		// topic scan every second would cost more than (docs/server.md).
-		opts.ClusterTopicIndex = true
+		// HandleTopics loop), which the driver keeps on a Cluster too
+		// (by default: docs/server.md).
 	case "compat":
 		if o.Prefix != "" {
 			return nil, fmt.Errorf("redis prefix %q: the compat layout has fixed key names (timers_timeline:<topic>, timers_payloads:<topic>)", o.Prefix)
