@@ -44,6 +44,10 @@ type Driver struct {
 	// sharded.
 	shards *shardConfig
 
+	// spub: wake-ups go by sharded pub/sub (SPUBLISH, SSUBSCRIBE): a
+	// Redis Cluster, native layout, unless Options.ClassicPubSub.
+	spub bool
+
 	hub hub
 	// pool runs the calls bounded cannot run on the caller's goroutine.
 	pool callPool
@@ -94,9 +98,13 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 	default:
 		d.idx = idxNone
 	}
+	if _, ok := rdb.(*redis.ClusterClient); ok && !d.compat && !o.ClassicPubSub {
+		d.spub = true
+	}
 	d.hub.init(d)
 	d.pool.init()
 	d.reload.init(rdb)
+	d.reload.after = d.hub.slotsReloaded
 	return d, nil
 }
 

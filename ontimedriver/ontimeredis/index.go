@@ -50,6 +50,11 @@ const (
 	hintTimeout = 2 * time.Second
 )
 
+// topicWakeChannel is where hint.lua publishes the wake-ups of every
+// topic, "<ms> <topic>", on a Cluster with sharded pub/sub: a shard
+// channel under the index's hash tag, so on the index's master.
+func (d *Driver) topicWakeChannel() string { return d.opt.Prefix + "{topics}:wake" }
+
 // indexKeys returns the topic index (sorted set: topic → the ms instant
 // its next timer becomes claimable) and its versions (hash: topic → the
 // clock, in µs, of the script whose hint was last applied; a Cluster only).
@@ -101,7 +106,11 @@ func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind 
 // writeHints runs hint.lua with quads of topic, version, kind, score.
 func (d *Driver) writeHints(ctx context.Context, quads []any) error {
 	next, ver := d.indexKeys()
-	_, err := d.eval(ctx, sHint, []string{next, ver}, quads...)
+	wake := ""
+	if d.spub {
+		wake = d.topicWakeChannel()
+	}
+	_, err := d.eval(ctx, sHint, []string{next, ver}, append([]any{wake}, quads...)...)
 	return err
 }
 

@@ -19,7 +19,18 @@ type script struct {
 	name string
 	src  string
 	sha  string
+	// sharded is the script with its wake-up published by SPUBLISH
+	// (sharded pub/sub, on a Redis Cluster; see hub); nil for a script
+	// that publishes nothing.
+	sharded *script
 }
+
+// classicPublish is how the scripts publish a wake-up on one Redis; their
+// sharded variants publish with shardedPublish instead.
+const (
+	classicPublish = "redis.call('PUBLISH',"
+	shardedPublish = "redis.call('SPUBLISH',"
+)
 
 // mustScript reads lua/<name>.lua and prepends lua/shared.lua and then the
 // given helper files (the layout's common helpers).
@@ -33,8 +44,25 @@ func mustScript(name string, helpers ...string) *script {
 		src.Write(b)
 		src.WriteByte('\n')
 	}
-	sum := sha1.Sum([]byte(src.String()))
-	return &script{name: name, src: src.String(), sha: hex.EncodeToString(sum[:])}
+	s := newScript(name, src.String())
+	if strings.Contains(s.src, classicPublish) {
+		s.sharded = newScript(name, strings.ReplaceAll(s.src, classicPublish, shardedPublish))
+	}
+	return s
+}
+
+func newScript(name, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// script returns the variant of s the driver runs: the one that publishes
+// wake-ups with SPUBLISH when the driver uses sharded pub/sub.
+func (d *Driver) script(s *script) *script {
+	if d.spub && s.sharded != nil {
+		return s.sharded
+	}
+	return s
 }
 
 var (
@@ -85,6 +113,7 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 	if d.closed.Load() {
 		return nil, errClosed
 	}
+	s = d.script(s)
 	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
 		res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {

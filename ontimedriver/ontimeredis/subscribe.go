@@ -28,6 +28,9 @@ import (
 // wake-ups of the topics already subscribed.
 type hub struct {
 	d *Driver
+	// s is the sharded hub that replaces this one on a Redis Cluster
+	// with sharded pub/sub (see shub); nil otherwise.
+	s *shub
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -173,6 +176,9 @@ const topicWakeBuffer = 64
 
 func (h *hub) init(d *Driver) {
 	h.d = d
+	if d.spub {
+		h.s = newShub(d)
+	}
 	h.chans = newSubs[*listener]()
 	h.pats = newSubs[*plistener]()
 	h.kick = make(chan struct{}, 1)
@@ -312,6 +318,9 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 // subscribeTo subscribes ch (buffer 1) to channel; several subscriptions
 // may share one ch (a sharded topic's wake channels).
 func (h *hub) subscribeTo(ctx context.Context, channel string, ch chan time.Time) (func(), error) {
+	if h.s != nil {
+		return h.s.subscribeTo(ctx, channel, ch)
+	}
 	if err := h.lockOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -327,6 +336,9 @@ func (h *hub) subscribeTo(ctx context.Context, channel string, ch chan time.Time
 // psubscribe subscribes to the wake channels that match the Redis pattern
 // (before + topicPattern + after, before escaped), like subscribe.
 func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, after string) (<-chan ontimedriver.TopicWake, func(), error) {
+	if h.s != nil {
+		return h.s.psubscribe(ctx, topicPattern)
+	}
 	if err := h.lockOpen(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -537,7 +549,18 @@ func send(ch chan time.Time, at time.Time) {
 	}
 }
 
+// slotsReloaded is called after each slot-map reload the driver starts.
+func (h *hub) slotsReloaded() {
+	if h.s != nil {
+		h.s.slotsReloaded()
+	}
+}
+
 func (h *hub) close() {
+	if h.s != nil {
+		h.s.close()
+		return
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
