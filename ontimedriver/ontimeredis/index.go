@@ -360,9 +360,15 @@ func (d *Driver) syncBatch(ctx context.Context, topics []string) error {
 // and so does one whose buffer overflowed. The subscription is confirmed
 // by Redis before SubscribeTopics returns.
 //
-// On a Redis Cluster the wake-up is published by the topic's script,
-// before the driver writes the index hint: claim the woken topic rather
-// than wait for DueTopics to list it.
+// On a Redis Cluster with sharded pub/sub (the default; see the package
+// documentation, "Wake-ups on a Redis Cluster") there is no sharded
+// PSUBSCRIBE: the subscriber listens to one shard channel, where the
+// index hint written after each operation publishes the topic's wake-up
+// when its index entry is added or made earlier, and the driver matches
+// the topic against pattern. With Options.ClassicPubSub the wake-up is
+// the one the topic's script PUBLISHes. Either way it comes before the
+// hint is written or with it: claim the woken topic rather than wait for
+// DueTopics to list it.
 func (d *Driver) SubscribeTopics(ctx context.Context, pattern string) (<-chan ontimedriver.TopicWake, func(), error) {
 	if d.idx == idxNone {
 		return nil, nil, d.noIndex("SubscribeTopics")

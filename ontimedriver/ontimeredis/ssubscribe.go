@@ -264,20 +264,33 @@ func (h *shub) reconcile() (again bool) {
 			unsubs = append(unsubs, batch{c, drop})
 		}
 	}
+	placed := map[string]*sconn{}
+	for x, n := range h.names {
+		if n.conn != nil {
+			placed[x] = n.conn
+		}
+	}
+	h.mu.Unlock()
 	// Channels on a connection to another node than the slot map names
 	// for them (a failover without a broken connection, a resharding
-	// whose sunsubscribe was missed): that connection is rebuilt.
-	for x, n := range h.names {
-		if n.conn == nil {
-			continue
-		}
-		if cl, err := h.rc.MasterForKey(context.Background(), x); err == nil && cl.Options().Addr != n.conn.addr {
-			if ps := h.breakConn(n.conn); ps != nil {
-				toClose = append(toClose, ps)
-			}
+	// whose sunsubscribe was missed): that connection is rebuilt. (The
+	// slot map is read without the lock: go-redis may load it first.)
+	var moved []*sconn
+	for x, c := range placed {
+		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+		cl, err := h.rc.MasterForKey(ctx, x)
+		cancel()
+		if err == nil && cl.Options().Addr != c.addr {
+			moved = append(moved, c)
 		}
 	}
 	var place []string
+	h.mu.Lock()
+	for _, c := range moved {
+		if ps := h.breakConn(c); ps != nil {
+			toClose = append(toClose, ps)
+		}
+	}
 	for x, n := range h.names {
 		if n.conn == nil {
 			place = append(place, x)
@@ -430,14 +443,20 @@ func (h *shub) read(c *sconn) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			h.subscription(c, m)
+			if ps := h.subscription(c, m); ps != nil {
+				_ = ps.Close()
+				return
+			}
 		case *redis.Message:
 			h.deliver(c, m)
 		}
 	}
 }
 
-func (h *shub) subscription(c *sconn, m *redis.Subscription) {
+// subscription handles Redis's reply to (S)SUBSCRIBE or SUNSUBSCRIBE, or
+// its notice that it dropped a subscription; it returns the PubSub to
+// close when the connection must be rebuilt.
+func (h *shub) subscription(c *sconn, m *redis.Subscription) *redis.PubSub {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch m.Kind {
@@ -446,12 +465,12 @@ func (h *shub) subscription(c *sconn, m *redis.Subscription) {
 			c.pending[m.Channel]--
 		}
 		if c.pending[m.Channel] > 0 {
-			return
+			return nil
 		}
 		delete(c.pending, m.Channel)
 		n := h.names[m.Channel]
 		if n == nil || n.conn != c || n.confirmed {
-			return
+			return nil
 		}
 		n.confirmed = true
 		closeOnce(n.wait)
@@ -463,15 +482,16 @@ func (h *shub) subscription(c *sconn, m *redis.Subscription) {
 	case "sunsubscribe":
 		n := h.names[m.Channel]
 		if n == nil || n.conn != c || c.pending[m.Channel] > 0 {
-			return // the reply to the hub's own SUNSUBSCRIBE
+			return nil // the reply to the hub's own SUNSUBSCRIBE
 		}
 		// Redis dropped the subscription: the node lost the slot.
 		h.d.log.Info("ontimeredis: a wake-up channel's slot moved; subscribing on its new master", "channel", m.Channel, "node", c.addr)
 		if ps := h.breakConn(c); ps != nil {
 			h.d.reload.failed()
-			go func() { _ = ps.Close() }()
+			return ps
 		}
 	}
+	return nil
 }
 
 // deliver hands a message to the channel's subscribers: the new head's

@@ -115,34 +115,45 @@ func TestShardedPubSubCluster(t *testing.T) {
 			return err == nil
 		}, "a schedule on %s (%v)", topic, func() string { return fmt.Sprint(err) })
 	}
-	expectWakes := func(what string, at time.Time) {
+	// expectWakes schedules a timer on the watched topic earlier than its
+	// head, and wants a wake-up with its due time on both subscribers.
+	// Subscribe's buffer holds one wake-up, and a zero one ("look
+	// again", sent when a subscription is lost and when it is back)
+	// stands for any that comes after it: when one arrived instead, it
+	// tries again with an earlier timer. It reports whether the pattern
+	// subscriber was told to look again meanwhile.
+	head := time.Now().Add(2 * time.Hour)
+	expectWakes := func(what string) (lookAgain bool) {
 		t.Helper()
-		want := at.UnixMilli()
-		timeout := time.After(10 * time.Second)
-		for got := false; !got; {
-			select {
-			case w := <-wakes:
-				got = w.UnixMilli() == want
-			case <-timeout:
+		var want int64
+		for attempt := 0; ; attempt++ {
+			head = head.Add(-time.Minute)
+			want = head.UnixMilli()
+			schedule(watched, time.UnixMilli(want))
+			if waitWake(wakes, want, 3*time.Second) {
+				break
+			}
+			if attempt == 4 {
 				t.Fatalf("%s: no wake-up at %d ms on Subscribe(%q)", what, want, watched)
 			}
 		}
+		timeout := time.After(10 * time.Second)
 		for got := false; !got; {
 			select {
 			case w := <-twakes:
 				if w.Topic != "" && w.Topic != watched {
 					t.Errorf("%s: SubscribeTopics(\"ssub.w.*\") woke for %q", what, w.Topic)
 				}
+				lookAgain = lookAgain || w.Topic == ""
 				got = w.Topic == watched && w.Due.UnixMilli() == want
 			case <-timeout:
 				t.Fatalf("%s: no wake-up of %q at %d ms on SubscribeTopics", what, watched, want)
 			}
 		}
+		return lookAgain
 	}
 	schedule("other.1", time.UnixMilli(time.Now().Add(time.Hour).UnixMilli()))
-	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
-	schedule(watched, at)
-	expectWakes("before the kill", at)
+	expectWakes("before the kill")
 
 	// Idle workers, polling every 30 s.
 	wd := open()
@@ -243,30 +254,9 @@ func TestShardedPubSubCluster(t *testing.T) {
 		t.Errorf("subscriptions back %v after the promotion, want about 1 s", resub)
 	}
 
-	// Both subscribers were told to look again (a zero wake-up, sent when
-	// the subscription was lost and again when it was back: wake-ups may
-	// have been missed meanwhile). Read it: a zero wake-up waiting in
-	// Subscribe's buffer stands for any later one.
-	timeout := time.After(10 * time.Second)
-	for zero := false; !zero; {
-		select {
-		case w := <-wakes:
-			zero = w.IsZero()
-		case <-timeout:
-			t.Fatal("Subscribe: no zero wake-up after the subscription came back")
-		}
+	if !expectWakes("after the failover") {
+		t.Error("SubscribeTopics: no empty wake-up (look again) around the failover")
 	}
-	for zero := false; !zero; {
-		select {
-		case w := <-twakes:
-			zero = w.Topic == ""
-		case <-timeout:
-			t.Fatal("SubscribeTopics: no empty wake-up after the subscription came back")
-		}
-	}
-	at = time.UnixMilli(time.Now().Add(30 * time.Minute).UnixMilli())
-	schedule(watched, at)
-	expectWakes("after the failover", at)
 	// The workers are healthy again once a timer due now is delivered
 	// (their outage back-off may have delivered it); then they sleep for
 	// their poll interval, and only a wake-up delivers the next in time.
@@ -321,5 +311,109 @@ func TestClassicPubSubCluster(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wake-up")
+	}
+}
+
+// TestShardedPubSubSlotMove: when the slot of a subscribed wake channel
+// moves to another master (CLUSTER SETSLOT ... NODE, as a resharding ends),
+// Redis drops the subscription on the old master (sunsubscribe); the
+// driver subscribes again on the new one, and a schedule wakes the
+// subscriber.
+func TestShardedPubSubSlotMove(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	d, err := ontimeredis.New(cluster.NewClient(t), &ontimeredis.Options{Prefix: prefix, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	const topic = "moving"
+	channel := prefix + "{" + topic + "}:wake"
+	rc := cluster.NewClient(t)
+	slot, err := rc.ClusterKeySlot(ctx, channel).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := rc.MasterForKey(ctx, channel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src, dst *redistest.Server
+	var others []*redistest.Server
+	for _, s := range cluster.Servers {
+		switch {
+		case s.Addr == from.Options().Addr:
+			src = s
+		case dst == nil:
+			dst = s
+		default:
+			others = append(others, s)
+		}
+	}
+	dc := dst.NewClient(t)
+	dstID, err := dc.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wakes, cancel, err := d.Subscribe(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	numsub := func(c *redis.Client) int64 {
+		a, err := c.Do(ctx, "PUBSUB", "SHARDNUMSUB", channel).Slice()
+		if err != nil || len(a) != 2 {
+			return 0
+		}
+		n, _ := a[1].(int64)
+		return n
+	}
+	if n := numsub(src.NewClient(t)); n != 1 {
+		t.Fatalf("SHARDNUMSUB on the slot's master = %d, want 1", n)
+	}
+	// The slot holds no key (a fresh prefix): it moves without MIGRATE.
+	for _, s := range append([]*redistest.Server{dst, src}, others...) {
+		if err := s.NewClient(t).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil {
+			t.Fatalf("CLUSTER SETSLOT on %s: %v", s.Addr, err)
+		}
+	}
+	moved := time.Now()
+	wait.For(t, 15*time.Second, func() bool { return numsub(dc) == 1 }, "the subscription on the slot's new master")
+	t.Logf("subscribed on the new master %v after the move", time.Since(moved).Round(time.Millisecond))
+	// A zero wake-up (sent when the subscription was lost and when it was
+	// back) may stand for the next one in Subscribe's buffer: then try
+	// again with an earlier timer.
+	head := time.Now().Add(2 * time.Hour)
+	for attempt := 0; ; attempt++ {
+		head = head.Add(-time.Minute)
+		want := head.UnixMilli()
+		var serr error
+		wait.For(t, 10*time.Second, func() bool {
+			_, serr = d.Schedule(ctx, topic, []ontimedriver.NewTimer{{ID: fmt.Sprint(attempt), At: time.UnixMilli(want), Payload: []byte("p")}}, ontimedriver.Upsert)
+			return serr == nil
+		}, "a schedule after the move (%v)", func() string { return fmt.Sprint(serr) })
+		if waitWake(wakes, want, 3*time.Second) {
+			return
+		}
+		if attempt == 4 {
+			t.Fatal("no wake-up after the slot moved")
+		}
+	}
+}
+
+// waitWake reads wake-ups until one at want (ms), at most timeout.
+func waitWake(wakes <-chan time.Time, want int64, timeout time.Duration) bool {
+	t := time.After(timeout)
+	for {
+		select {
+		case w := <-wakes:
+			if w.UnixMilli() == want {
+				return true
+			}
+		case <-t:
+			return false
+		}
 	}
 }
