@@ -244,12 +244,13 @@
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    resetkeys ~ontime:* resetchannels &ontime:*
 //
-// On a Redis Cluster go-redis also reads the slot map: add +cluster|slots
-// (and +readonly for a client that reads from replicas). With sharded
+// On a Redis Cluster go-redis also reads the slot map, and with sharded
 // pub/sub (the default there) the scripts SPUBLISH and workers SSUBSCRIBE:
-// add +spublish to both users and +ssubscribe +sunsubscribe to the
-// worker's (&ontime:* covers the shard channels, P{topics}:wake included;
-// pattern workers need no literal pattern there). A user that lacks
+// add +cluster|slots +spublish to both users and +ssubscribe +sunsubscribe
+// to the worker's (and +readonly for a client that reads from replicas).
+// &ontime:* covers the shard channels, P{topics}:wake included, so a
+// pattern worker needs no literal pattern there, and the four classic
+// subscribe commands are not used (TestACLClusterRules). A user that lacks
 // a rule gets Redis's refusal, with a pointer to this section: "NOPERM this
 // user has no permissions to run the 'evalsha' command", "NOPERM ... to
 // access one of the keys", or, for a command inside a script, Redis 7.0's
