@@ -123,9 +123,19 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 	})
 	d.observe(keys, err)
 	if err != nil {
-		return nil, fmt.Errorf("ontimeredis: %s: %w%s", s.name, err, permissionHint(err))
+		return nil, fmt.Errorf("ontimeredis: %s: %w%s%s", s.name, err, permissionHint(err), d.spublishHint(err))
 	}
 	return res, nil
+}
+
+// spublishHint is what an error of a script that ran a command the server
+// does not know gets appended when the scripts SPUBLISH: a Cluster of
+// Redis older than 7.0 has no sharded pub/sub.
+func (d *Driver) spublishHint(err error) string {
+	if d.spub && strings.Contains(strings.ToLower(err.Error()), "unknown redis command") {
+		return " (sharded pub/sub needs Redis 7.0 or later: on an older Cluster set ontimeredis.Options.ClassicPubSub)"
+	}
+	return ""
 }
 
 // permissionHint is what an error of a Redis ACL refusal (NOPERM) gets
