@@ -28,7 +28,7 @@ import (
 // resharding), is closed, and every channel it carried is placed again on
 // the master the slot map names, once the driver has reloaded the map
 // (failover.go: a failure starts reloads every 200 ms). Placement is
-// retried every 50 ms to 400 ms while it fails, and checked against the
+// retried every 50 ms to 200 ms while it fails, and checked against the
 // slot map after every reload and every 2 s, so a subscription is back on
 // a promoted replica within about half a second of its promotion. While a
 // channel is not placed its subscribers fall back to polling: they get a
@@ -90,7 +90,7 @@ type sconn struct {
 // Pace of the placement of shard channels.
 const (
 	placeRetryMin = 50 * time.Millisecond
-	placeRetryMax = 400 * time.Millisecond
+	placeRetryMax = 200 * time.Millisecond
 	placeCheck    = 2 * time.Second
 )
 
