@@ -161,7 +161,10 @@
 //
 // One Redis (standalone, Sentinel) and the compatible layout (which
 // cannot run on a Cluster) keep classic pub/sub; every driver that shares a
-// Cluster must agree on Options.ClassicPubSub.
+// Cluster must agree on Options.ClassicPubSub. A driver does not hear the
+// wake-ups of one that uses the other kind (an ontime version before sharded
+// pub/sub uses classic pub/sub): during a rolling upgrade timers are not
+// lost, but can be up to PollInterval late between old and new processes.
 //
 // # Topic index
 //

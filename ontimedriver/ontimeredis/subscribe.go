@@ -16,6 +16,8 @@ import (
 
 // hub multiplexes every Subscribe and SubscribeTopics of a Driver over one
 // pub/sub connection (SUBSCRIBE per topic, PSUBSCRIBE per topic pattern).
+// On a Redis Cluster with sharded pub/sub it hands everything to shub
+// (ssubscribe.go) instead.
 // Scripts PUBLISH the new head's due time (ms) on the topic's wake channel
 // when a schedule, retry, snooze or replay makes a timer earlier than the
 // topic's head.
