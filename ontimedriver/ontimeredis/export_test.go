@@ -33,3 +33,6 @@ func ShardOf(d *Driver, topic, id string) int { return d.sharded(topic).of(id) }
 
 // CRC16 is Redis Cluster's key hash as the driver computes it.
 var CRC16 = crc16
+
+// SlotOf is the hash slot the sharded hub groups a shard channel by.
+var SlotOf = slotOf

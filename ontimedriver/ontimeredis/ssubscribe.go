@@ -276,11 +276,19 @@ func (h *shub) reconcile() (again bool) {
 	// whose sunsubscribe was missed): that connection is rebuilt. (The
 	// slot map is read without the lock: go-redis may load it first.)
 	var moved []*sconn
+	owner := map[int]string{} // slot → its master's address ("": unknown)
 	for x, c := range placed {
-		ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
-		cl, err := h.rc.MasterForKey(ctx, x)
-		cancel()
-		if err == nil && cl.Options().Addr != c.addr {
+		slot := slotOf(x)
+		addr, ok := owner[slot]
+		if !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+			if cl, err := h.rc.MasterForKey(ctx, x); err == nil {
+				addr = cl.Options().Addr
+			}
+			cancel()
+			owner[slot] = addr
+		}
+		if addr != "" && addr != c.addr {
 			moved = append(moved, c)
 		}
 	}

@@ -336,6 +336,16 @@ func TestShardedPubSubSlotMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The hub sends one SSUBSCRIBE per slot by its own slot hash: Redis's.
+	for _, k := range []string{channel, prefix + "{topics}:wake", "no-tag", "{}:x", "a{b}c{d}", "{x#1.2}:wake", "x{", "{{a}}"} {
+		want, err := rc.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ontimeredis.SlotOf(k); int64(got) != want {
+			t.Errorf("slot of %q = %d, Redis says %d", k, got, want)
+		}
+	}
 	from, err := rc.MasterForKey(ctx, channel)
 	if err != nil {
 		t.Fatal(err)
