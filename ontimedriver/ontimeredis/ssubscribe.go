@@ -253,15 +253,15 @@ func (h *shub) reconcile() (again bool) {
 		return false
 	}
 	for _, c := range h.conns {
-		var drop []string
+		drop := map[int][]string{} // by slot: one SUNSUBSCRIBE per slot
 		for x := range c.names {
 			if n := h.names[x]; n == nil || n.conn != c {
 				delete(c.names, x)
-				drop = append(drop, x)
+				drop[slotOf(x)] = append(drop[slotOf(x)], x)
 			}
 		}
-		if len(drop) > 0 {
-			unsubs = append(unsubs, batch{c, drop})
+		for _, names := range drop {
+			unsubs = append(unsubs, batch{c, names})
 		}
 	}
 	placed := map[string]*sconn{}

@@ -427,3 +427,74 @@ func waitWake(wakes <-chan time.Time, want int64, timeout time.Duration) bool {
 		}
 	}
 }
+
+// TestShardedPubSubUnsubscribe: cancelled subscriptions of several slots
+// of one master leave that master (SHARDNUMSUB 0), while a subscription
+// that stays on the same connection is not disturbed (no zero wake-up,
+// which a rebuilt connection would send) and still wakes.
+func TestShardedPubSubUnsubscribe(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	d, err := ontimeredis.New(cluster.NewClient(t), &ontimeredis.Options{Prefix: prefix, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	rc := cluster.NewClient(t)
+	wakeOf := func(topic string) string { return prefix + "{" + topic + "}:wake" }
+	master := func(topic string) *redis.Client {
+		cl, err := rc.MasterForKey(ctx, wakeOf(topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	// Five topics on the master of "stay".
+	mc := master("stay")
+	var gone []string
+	for i := 0; len(gone) < 4; i++ {
+		if topic := fmt.Sprintf("gone.%d", i); master(topic).Options().Addr == mc.Options().Addr {
+			gone = append(gone, topic)
+		}
+	}
+	stay, cancelStay, err := d.Subscribe(ctx, "stay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancelStay()
+	var cancels []func()
+	for _, topic := range gone {
+		_, c, err := d.Subscribe(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancels = append(cancels, c)
+	}
+	shardChannels := func() []string {
+		chans, _ := mc.Do(ctx, "PUBSUB", "SHARDCHANNELS", prefix+"*").StringSlice()
+		slices.Sort(chans)
+		return chans
+	}
+	if got := shardChannels(); len(got) != 5 {
+		t.Fatalf("SHARDCHANNELS = %q, want 5", got)
+	}
+	for _, c := range cancels {
+		c()
+	}
+	wait.For(t, 10*time.Second, func() bool { return slices.Equal(shardChannels(), []string{wakeOf("stay")}) },
+		"only %s subscribed (%v)", wakeOf("stay"), func() string { return fmt.Sprint(shardChannels()) })
+	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+	if _, err := d.Schedule(ctx, "stay", []ontimedriver.NewTimer{{ID: "a", At: at, Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-stay:
+		if !w.Equal(at) {
+			t.Errorf("wake-up %v, want %v (a zero one: the connection was rebuilt)", w, at)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up")
+	}
+}
