@@ -31,7 +31,7 @@ for i = 2, #ARGV, 4 do
     applied = applied + 1
   elseif newer then
     if op == 's' then
-      local old = redis.call('ZSCORE', KEYS[1], topic)
+      local old = wake ~= '' and redis.call('ZSCORE', KEYS[1], topic)
       redis.call('ZADD', KEYS[1], ARGV[i + 3], topic)
       if wake ~= '' and (not old or tonumber(ARGV[i + 3]) < tonumber(old)) then
         redis.call('SPUBLISH', wake, ARGV[i + 3] .. ' ' .. topic)
