@@ -28,6 +28,9 @@ const (
 		"+zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore"
 	aclSubscribe = "+subscribe +unsubscribe +psubscribe +punsubscribe"
 	aclKeys      = "resetkeys ~ontime:* resetchannels &ontime:*"
+	// On a Redis Cluster, with sharded pub/sub: both users, and workers.
+	aclCluster          = "+cluster|slots +spublish"
+	aclClusterSubscribe = "+ssubscribe +sunsubscribe"
 )
 
 // TestACLRulesDocumented: the rules the tests grant are the ones the
@@ -39,7 +42,7 @@ func TestACLRulesDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := strings.Join(strings.Fields(strings.ReplaceAll(string(doc), "//", "")), " ")
-	for _, rule := range []string{aclCommands, aclSubscribe, aclKeys, "&ontime:{tenant-*}:wake"} {
+	for _, rule := range []string{aclCommands, aclSubscribe, aclKeys, "&ontime:{tenant-*}:wake", aclCluster + " to both users and " + aclClusterSubscribe} {
 		if !strings.Contains(text, rule) {
 			t.Errorf("doc.go does not give the rule %q", rule)
 		}
@@ -186,7 +189,8 @@ func TestACLCoversScriptCommands(t *testing.T) {
 		t.Fatalf("lua scripts: %v %v", files, err)
 	}
 	call := regexp.MustCompile(`(?:redis\.p?call|many)\('([A-Za-z]+)'`)
-	granted := strings.Fields(aclCommands)
+	// (SPUBLISH runs on a Cluster only, granted there.)
+	granted := strings.Fields(aclCommands + " " + aclCluster)
 	seen := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -203,5 +207,76 @@ func TestACLCoversScriptCommands(t *testing.T) {
 	}
 	if seen < 20 {
 		t.Fatalf("found %d commands in the scripts", seen)
+	}
+}
+
+// TestACLClusterRules: on a Redis Cluster a worker user with exactly the
+// documented rules for a Cluster (no classic subscribe command, no
+// literal channel pattern) subscribes to a topic and to a topic pattern
+// by sharded pub/sub, publishes, is woken and claims; a publisher user
+// without +spublish is refused with the pointer to the rules.
+func TestACLClusterRules(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	user := func(name, rules string) *redis.ClusterClient {
+		args := []any{"ACL", "SETUSER", name, "reset", "on", ">pw"}
+		for _, r := range strings.Fields(strings.ReplaceAll(rules, "ontime:", prefix)) {
+			args = append(args, r)
+		}
+		for _, s := range cluster.Servers {
+			if err := s.NewClient(t).Do(ctx, args...).Err(); err != nil {
+				t.Fatalf("ACL SETUSER on %s: %v", s.Addr, err)
+			}
+		}
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), Username: name, Password: "pw"})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	open := func(c *redis.ClusterClient) *ontimeredis.Driver {
+		d, err := ontimeredis.New(c, &ontimeredis.Options{Prefix: prefix, Logger: quiet, ClusterTopicIndex: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}
+	w := open(user("worker", aclCommands+" "+aclCluster+" "+aclClusterSubscribe+" "+aclKeys))
+	wakes, cancel, err := w.Subscribe(ctx, "acl")
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	defer cancel()
+	twakes, tcancel, err := w.SubscribeTopics(ctx, "acl*")
+	if err != nil {
+		t.Fatalf("SubscribeTopics: %v", err)
+	}
+	defer tcancel()
+	if _, err := w.Schedule(ctx, "acl", []ontimedriver.NewTimer{{ID: "a", Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatalf("Schedule: %v", err)
+	}
+	select {
+	case <-wakes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up on Subscribe")
+	}
+	select {
+	case tw := <-twakes:
+		if tw.Topic != "acl" {
+			t.Errorf("SubscribeTopics woke for %q, want acl", tw.Topic)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up on SubscribeTopics")
+	}
+	res, err := w.Claim(ctx, "acl", 1, time.Minute)
+	if err != nil || len(res.Timers) != 1 {
+		t.Fatalf("Claim: %v, %v", res, err)
+	}
+
+	p := open(user("publisher", strings.Replace(aclCommands+" "+aclCluster, " +spublish", "", 1)+" "+aclKeys))
+	_, err = p.Schedule(ctx, "acl2", []ontimedriver.NewTimer{{ID: "a", Payload: []byte("p")}}, ontimedriver.Upsert)
+	if err == nil || !strings.Contains(err.Error(), "can't run this command") || !strings.Contains(err.Error(), "ACL rules") {
+		t.Errorf("Schedule without +spublish: %v, want the script's refusal and a pointer to the ACL rules", err)
 	}
 }

@@ -25,7 +25,8 @@
 //	P{T}:dead   sorted set  id → when it died (ms)
 //	P{T}:dmsg   hash        id → "<attempt>,<due ms>,<len>,<len>:" + reason
 //	                        + error text + envelope
-//	P{T}:wake   channel     PUBLISHed with the new head's due time
+//	P{T}:wake   channel     PUBLISHed with the new head's due time (a
+//	                        shard channel, SPUBLISHed, on a Redis Cluster)
 //	P{T}:sched  hash        id → "<tick>,<tick ms>,<paused>,<last tick>,
 //	                        <last outcome>,<spec>": the schedule entry of
 //	                        a recurring timer (see recurring.go)
@@ -40,6 +41,10 @@
 //	                        topic holds no timer (see Topic index)
 //	P{topics}:ver   hash    topic → the Redis clock (µs) of the last hint
 //	                        applied to its index entry (Redis Cluster only)
+//	P{topics}:wake  shard channel  "<ms> <topic>" each time a topic's
+//	                        index entry is added or made earlier (Redis
+//	                        Cluster with sharded pub/sub only; see Wake-ups
+//	                        on a Redis Cluster)
 //
 // The per-timer metadata lives in the record's short text header instead of
 // a second hash, so a waiting timer costs one sorted-set entry and one hash
@@ -104,10 +109,62 @@
 //
 // Wake-ups: a schedule, retry, snooze or replay that makes a timer earlier
 // than the topic's head PUBLISHes on the topic's channel; each Driver keeps
-// one pub/sub connection for all its subscriptions. Subscribe returns once
-// Redis has confirmed the subscription. After the connection drops every
-// subscriber gets a wake-up (and go-redis subscribes again), since
-// notifications may have been missed.
+// one pub/sub connection for all its subscriptions (on one Redis; see below
+// for a Cluster). Subscribe returns once Redis has confirmed the
+// subscription. After the connection drops every subscriber gets a
+// wake-up (and go-redis subscribes again), since notifications may have
+// been missed.
+//
+// # Wake-ups on a Redis Cluster
+//
+// Classic PUBLISH on a Cluster is broadcast over the cluster bus to every
+// node, so its cost grows with the cluster, and go-redis keeps a classic
+// subscription on one node. On a *redis.ClusterClient the driver uses
+// sharded pub/sub instead (Redis 7.0 or later; Options.ClassicPubSub
+// turns it off for older servers): the scripts SPUBLISH a topic's wake-up
+// on P{T}:wake, which is in the topic's own slot (for a sharded topic,
+// each shard's channel is in the shard's slot), so only the master that
+// holds the topic and its replicas carry it. Subscribe sends SSUBSCRIBE on
+// one pub/sub connection per master, one command per slot (Redis refuses
+// a shard-channel command across slots).
+//
+// Subscriptions follow their slots: when a master dies (its connection
+// breaks), or Redis drops a subscription because its node lost the slot
+// (an unasked sunsubscribe: a failover, a resharding), the driver starts
+// its slot-map reloads (see Failover) and subscribes the connection's
+// channels again on the master the map names, retrying every 50–200 ms
+// while that fails, and checking every subscription against the map after
+// each reload and every 2 s. Measured on a 3-master + 3-replica Cluster
+// (TestShardedPubSubCluster, five runs on a busy 2-core machine): the
+// subscriptions were on the promoted replica 33–407 ms after its
+// promotion. While a subscription is down its
+// subscribers are told to look again (a zero wake-up) when it is lost and
+// when it is back, and poll in between.
+//
+// Pattern subscribers (SubscribeTopics, ontime.HandleTopics) have no
+// sharded PSUBSCRIBE to use. Decision: on a Cluster the index hint the
+// driver writes after each operation (see Topic index) also publishes the
+// topic's wake-up, "<ms> <topic>", with SPUBLISH on one shard channel,
+// P{topics}:wake, whenever the topic's index entry is added or made
+// earlier; a pattern subscriber SSUBSCRIBEs to that one channel and the
+// driver matches the topic against its pattern. So a pattern worker holds
+// one subscription whatever the number of topics, hears of a new topic
+// from its first timer (no subscription per topic to refresh as topics
+// appear), and no wake-up crosses the cluster bus. The costs: every
+// pattern subscriber receives the wake-ups of every topic (one short
+// message per head that moved earlier) and filters them itself, and the
+// master of the index's slot carries them all, on top of the index hints
+// it takes already. The wake-up comes one round trip after the topic's
+// script (it is written with the hint), and a lost hint loses its
+// wake-up too (the worker's PollInterval bounds the lateness, as for any
+// lost wake-up).
+//
+// One Redis (standalone, Sentinel) and the compatible layout (which
+// cannot run on a Cluster) keep classic pub/sub; every driver that shares a
+// Cluster must agree on Options.ClassicPubSub. A driver does not hear the
+// wake-ups of one that uses the other kind (an ontime version before sharded
+// pub/sub uses classic pub/sub): during a rolling upgrade timers are not
+// lost, but can be up to PollInterval late between old and new processes.
 //
 // # Topic index
 //
@@ -116,7 +173,8 @@
 // loop serves thousands of topics, or a pattern of them, and an idle topic
 // costs nothing per poll: DueTopics reads the index with one script call,
 // SubscribeTopics PSUBSCRIBEs to the topics' wake channels on the driver's
-// one pub/sub connection.
+// one pub/sub connection (on a Cluster, SSUBSCRIBEs to P{topics}:wake; see
+// Wake-ups on a Redis Cluster).
 //
 // An entry is a lower bound: never later than the topic's next timer.
 // Every claim and settle sets it to the topic's exact head, or removes it
@@ -201,8 +259,13 @@
 //	    +zadd +zcount +zmscore +zrangebyscore +zrank +zrem +zscore
 //	    resetkeys ~ontime:* resetchannels &ontime:*
 //
-// On a Redis Cluster go-redis also reads the slot map: add +cluster|slots
-// (and +readonly for a client that reads from replicas). A user that lacks
+// On a Redis Cluster go-redis also reads the slot map, and with sharded
+// pub/sub (the default there) the scripts SPUBLISH and workers SSUBSCRIBE:
+// add +cluster|slots +spublish to both users and +ssubscribe +sunsubscribe
+// to the worker's (and +readonly for a client that reads from replicas).
+// &ontime:* covers the shard channels, P{topics}:wake included, so a
+// pattern worker needs no literal pattern there, and the four classic
+// subscribe commands are not used (TestACLClusterRules). A user that lacks
 // a rule gets Redis's refusal, with a pointer to this section: "NOPERM this
 // user has no permissions to run the 'evalsha' command", "NOPERM ... to
 // access one of the keys", or, for a command inside a script, Redis 7.0's

@@ -44,6 +44,10 @@ type Driver struct {
 	// sharded.
 	shards *shardConfig
 
+	// spub: wake-ups go by sharded pub/sub (SPUBLISH, SSUBSCRIBE): a
+	// Redis Cluster, native layout, unless Options.ClassicPubSub.
+	spub bool
+
 	hub hub
 	// after writes, on a Cluster, the index hints and registry additions
 	// a call need not wait for (hintwriter.go).
@@ -97,10 +101,14 @@ func New(rdb redis.UniversalClient, opts *Options) (*Driver, error) {
 	default:
 		d.idx = idxHints
 	}
+	if _, ok := rdb.(*redis.ClusterClient); ok && !d.compat && !o.ClassicPubSub {
+		d.spub = true
+	}
 	d.hub.init(d)
 	d.after.init(d)
 	d.pool.init()
 	d.reload.init(rdb)
+	d.reload.after = d.hub.slotsReloaded
 	return d, nil
 }
 

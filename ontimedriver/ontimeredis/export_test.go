@@ -37,3 +37,6 @@ var CRC16 = crc16
 // FlushHints waits until the index hints and registry additions d queued
 // for its background writer are written (hintwriter.go).
 func FlushHints(ctx context.Context, d *Driver) error { return d.after.sync(ctx) }
+
+// SlotOf is the hash slot the sharded hub groups a shard channel by.
+var SlotOf = slotOf

@@ -60,6 +60,9 @@ func unreachable(err error) bool {
 // reloader reloads a ClusterClient's slot map during an outage.
 type reloader struct {
 	rc *redis.ClusterClient // nil: not a Cluster
+	// after runs after each reload (the hub checks where its sharded
+	// subscriptions belong); set before the first call of failed.
+	after func()
 
 	mu      sync.Mutex
 	last    time.Time // last failed call
@@ -96,6 +99,9 @@ func (r *reloader) loop() {
 	defer t.Stop()
 	for {
 		r.rc.ReloadState(context.Background())
+		if r.after != nil {
+			r.after()
+		}
 		select {
 		case <-r.stop:
 			return

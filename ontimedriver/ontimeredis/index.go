@@ -50,6 +50,11 @@ const (
 	hintTimeout = 2 * time.Second
 )
 
+// topicWakeChannel is where hint.lua publishes the wake-ups of every
+// topic, "<ms> <topic>", on a Cluster with sharded pub/sub: a shard
+// channel under the index's hash tag, so on the index's master.
+func (d *Driver) topicWakeChannel() string { return d.opt.Prefix + "{topics}:wake" }
+
 // indexKeys returns the topic index (sorted set: topic → the ms instant
 // its next timer becomes claimable) and its versions (hash: topic → the
 // clock, in µs, of the script whose hint was last applied; a Cluster only).
@@ -111,8 +116,12 @@ func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind 
 // writeHints runs hint.lua with quads of topic, version, kind, score.
 func (d *Driver) writeHints(ctx context.Context, quads []any) error {
 	next, ver := d.indexKeys()
+	wake := ""
+	if d.spub {
+		wake = d.topicWakeChannel()
+	}
 	// not refused once Close began: Close writes the queued hints last
-	_, err := d.evalOpen(ctx, sHint, []string{next, ver}, quads...)
+	_, err := d.evalOpen(ctx, sHint, []string{next, ver}, append([]any{wake}, quads...)...)
 	return err
 }
 
@@ -369,9 +378,15 @@ func (d *Driver) syncBatch(ctx context.Context, topics []string) error {
 // and so does one whose buffer overflowed. The subscription is confirmed
 // by Redis before SubscribeTopics returns.
 //
-// On a Redis Cluster the wake-up is published by the topic's script,
-// before the driver writes the index hint: claim the woken topic rather
-// than wait for DueTopics to list it.
+// On a Redis Cluster with sharded pub/sub (the default; see the package
+// documentation, "Wake-ups on a Redis Cluster") there is no sharded
+// PSUBSCRIBE: the subscriber listens to one shard channel, where the
+// index hint written after each operation publishes the topic's wake-up
+// when its index entry is added or made earlier, and the driver matches
+// the topic against pattern. With Options.ClassicPubSub the wake-up is
+// the one the topic's script PUBLISHes. Either way it comes before the
+// hint is written or with it: claim the woken topic rather than wait for
+// DueTopics to list it.
 func (d *Driver) SubscribeTopics(ctx context.Context, pattern string) (<-chan ontimedriver.TopicWake, func(), error) {
 	if d.idx == idxNone {
 		return nil, nil, d.noIndex("SubscribeTopics")

@@ -105,6 +105,22 @@ type Options struct {
 	// native layout only. See the package documentation for the costs.
 	Shards map[string]int
 
+	// ClassicPubSub makes the driver use classic pub/sub (PUBLISH,
+	// SUBSCRIBE, PSUBSCRIBE on one connection) for wake-ups on a Redis
+	// Cluster too, as on one Redis. By default a driver on a
+	// *redis.ClusterClient uses sharded pub/sub (Redis 7.0 or later):
+	// the scripts SPUBLISH each wake-up on a channel in the topic's own
+	// hash slot, so only the topic's master (and its replicas) carry it,
+	// instead of every node of the cluster, and the driver subscribes
+	// with SSUBSCRIBE on one connection per master, moving each
+	// subscription when its slot moves (a failover, resharding). Set it
+	// for a Cluster of Redis older than 7.0, which has no SPUBLISH. It
+	// changes nothing on one Redis (standalone, Sentinel) or in the
+	// compatible layout, which use classic pub/sub always. Every driver
+	// sharing a Cluster must agree on it: a subscriber listens on one
+	// kind only.
+	ClassicPubSub bool
+
 	// WaitReplicas makes every Schedule (every publish) wait until this
 	// many replicas have acknowledged its write (Redis WAIT, on the
 	// connection of the write), at most WaitTimeout (default 1 s, which

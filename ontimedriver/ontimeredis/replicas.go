@@ -51,6 +51,7 @@ func (d *Driver) evalWait(ctx context.Context, s *script, keys []string, ack ont
 	if d.closed.Load() {
 		return nil, errClosed
 	}
+	s = d.script(s)
 	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
 		node, err := d.nodeFor(ctx, keys[0])
 		if err != nil {

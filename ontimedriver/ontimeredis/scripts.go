@@ -19,7 +19,18 @@ type script struct {
 	name string
 	src  string
 	sha  string
+	// sharded is the script with its wake-up published by SPUBLISH
+	// (sharded pub/sub, on a Redis Cluster; see hub); nil for a script
+	// that publishes nothing.
+	sharded *script
 }
+
+// classicPublish is how the scripts publish a wake-up on one Redis; their
+// sharded variants publish with shardedPublish instead.
+const (
+	classicPublish = "redis.call('PUBLISH',"
+	shardedPublish = "redis.call('SPUBLISH',"
+)
 
 // mustScript reads lua/<name>.lua and prepends lua/shared.lua and then the
 // given helper files (the layout's common helpers).
@@ -33,8 +44,25 @@ func mustScript(name string, helpers ...string) *script {
 		src.Write(b)
 		src.WriteByte('\n')
 	}
-	sum := sha1.Sum([]byte(src.String()))
-	return &script{name: name, src: src.String(), sha: hex.EncodeToString(sum[:])}
+	s := newScript(name, src.String())
+	if strings.Contains(s.src, classicPublish) {
+		s.sharded = newScript(name, strings.ReplaceAll(s.src, classicPublish, shardedPublish))
+	}
+	return s
+}
+
+func newScript(name, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// script returns the variant of s the driver runs: the one that publishes
+// wake-ups with SPUBLISH when the driver uses sharded pub/sub.
+func (d *Driver) script(s *script) *script {
+	if d.spub && s.sharded != nil {
+		return s.sharded
+	}
+	return s
 }
 
 var (
@@ -91,6 +119,7 @@ func (d *Driver) eval(ctx context.Context, s *script, keys []string, args ...any
 // evalOpen is eval without the closed check: Close's last background
 // writes (hintwriter.go) use it.
 func (d *Driver) evalOpen(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
+	s = d.script(s)
 	res, err := bounded(d, ctx, func(ctx context.Context) (any, error) {
 		res, err := d.rdb.EvalSha(ctx, s.sha, keys, args...).Result()
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -100,9 +129,19 @@ func (d *Driver) evalOpen(ctx context.Context, s *script, keys []string, args ..
 	})
 	d.observe(keys, err)
 	if err != nil {
-		return nil, fmt.Errorf("ontimeredis: %s: %w%s", s.name, err, permissionHint(err))
+		return nil, fmt.Errorf("ontimeredis: %s: %w%s%s", s.name, err, permissionHint(err), d.spublishHint(err))
 	}
 	return res, nil
+}
+
+// spublishHint is what an error of a script that ran a command the server
+// does not know gets appended when the scripts SPUBLISH: a Cluster of
+// Redis older than 7.0 has no sharded pub/sub.
+func (d *Driver) spublishHint(err error) string {
+	if d.spub && strings.Contains(strings.ToLower(err.Error()), "unknown redis command") {
+		return " (sharded pub/sub needs Redis 7.0 or later: on an older Cluster set ontimeredis.Options.ClassicPubSub)"
+	}
+	return ""
 }
 
 // permissionHint is what an error of a Redis ACL refusal (NOPERM) gets

@@ -16,6 +16,8 @@ import (
 
 // hub multiplexes every Subscribe and SubscribeTopics of a Driver over one
 // pub/sub connection (SUBSCRIBE per topic, PSUBSCRIBE per topic pattern).
+// On a Redis Cluster with sharded pub/sub it hands everything to shub
+// (ssubscribe.go) instead.
 // Scripts PUBLISH the new head's due time (ms) on the topic's wake channel
 // when a schedule, retry, snooze or replay makes a timer earlier than the
 // topic's head.
@@ -28,6 +30,9 @@ import (
 // wake-ups of the topics already subscribed.
 type hub struct {
 	d *Driver
+	// s is the sharded hub that replaces this one on a Redis Cluster
+	// with sharded pub/sub (see shub); nil otherwise.
+	s *shub
 
 	mu     sync.Mutex
 	ps     *redis.PubSub
@@ -173,6 +178,9 @@ const topicWakeBuffer = 64
 
 func (h *hub) init(d *Driver) {
 	h.d = d
+	if d.spub {
+		h.s = newShub(d)
+	}
 	h.chans = newSubs[*listener]()
 	h.pats = newSubs[*plistener]()
 	h.kick = make(chan struct{}, 1)
@@ -312,6 +320,9 @@ func (h *hub) subscribe(ctx context.Context, channel string) (<-chan time.Time, 
 // subscribeTo subscribes ch (buffer 1) to channel; several subscriptions
 // may share one ch (a sharded topic's wake channels).
 func (h *hub) subscribeTo(ctx context.Context, channel string, ch chan time.Time) (func(), error) {
+	if h.s != nil {
+		return h.s.subscribeTo(ctx, channel, ch)
+	}
 	if err := h.lockOpen(ctx); err != nil {
 		return nil, err
 	}
@@ -327,6 +338,9 @@ func (h *hub) subscribeTo(ctx context.Context, channel string, ch chan time.Time
 // psubscribe subscribes to the wake channels that match the Redis pattern
 // (before + topicPattern + after, before escaped), like subscribe.
 func (h *hub) psubscribe(ctx context.Context, pattern, topicPattern, before, after string) (<-chan ontimedriver.TopicWake, func(), error) {
+	if h.s != nil {
+		return h.s.psubscribe(ctx, topicPattern)
+	}
 	if err := h.lockOpen(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -537,7 +551,18 @@ func send(ch chan time.Time, at time.Time) {
 	}
 }
 
+// slotsReloaded is called after each slot-map reload the driver starts.
+func (h *hub) slotsReloaded() {
+	if h.s != nil {
+		h.s.slotsReloaded()
+	}
+}
+
 func (h *hub) close() {
+	if h.s != nil {
+		h.s.close()
+		return
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
