@@ -37,6 +37,7 @@ var serveFlags = map[string]string{
 	"redis-tls-cert":          "redis_tls_cert",
 	"redis-tls-key":           "redis_tls_key",
 	"redis-shards":            "redis_shards",
+	"redis-classic-pubsub":    "redis_classic_pubsub",
 	"wait-replicas":           "wait_replicas",
 	"wait-timeout":            "wait_timeout",
 	"max-body-bytes":          "max_body_bytes",
@@ -85,6 +86,7 @@ target (log by default). Configuration: defaults, then the TOML file
 	f.String("redis-tls-cert", "", "PEM client certificate for a rediss URL (env ONTIME_REDIS_TLS_CERT)")
 	f.String("redis-tls-key", "", "PEM key of --redis-tls-cert (env ONTIME_REDIS_TLS_KEY)")
 	f.String("redis-shards", "", `sharded topics: comma-separated topic-or-pattern=count ("clicks=3,orders.*=2"; env ONTIME_REDIS_SHARDS)`)
+	f.Bool("redis-classic-pubsub", false, "Redis Cluster: wake-ups by classic pub/sub (PUBLISH) instead of sharded (SPUBLISH, Redis 7.0+) (env ONTIME_REDIS_CLASSIC_PUBSUB)")
 	f.Int("wait-replicas", 0, "publishes wait until this many Redis replicas have them (WAIT); 0: the primary only (env ONTIME_WAIT_REPLICAS)")
 	f.Duration("wait-timeout", time.Second, "bound of the wait for replicas (env ONTIME_WAIT_TIMEOUT)")
 	f.Int64("max-body-bytes", config.DefaultMaxBodyBytes, "largest message body (env ONTIME_MAX_BODY_BYTES)")
@@ -158,6 +160,7 @@ func openStore(cfg *config.Config, log *slog.Logger) (*store.Store, error) {
 			URL: cfg.Redis, Layout: cfg.RedisLayout, Prefix: cfg.RedisPrefix,
 			TLS:    store.RedisTLS{CAFile: cfg.RedisTLSCA, CertFile: cfg.RedisTLSCert, KeyFile: cfg.RedisTLSKey},
 			Shards: cfg.RedisShards, WaitReplicas: cfg.WaitReplicas, WaitTimeout: cfg.WaitTimeout.D(),
+			ClassicPubSub: cfg.RedisClassicPubSub,
 		}, log)
 	}
 	return store.OpenEmbedded(cfg.DataDir, log)

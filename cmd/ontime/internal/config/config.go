@@ -66,6 +66,13 @@ type Config struct {
 	// server and worker that uses a topic must give it the same count.
 	// Env/flag form: "clicks=3,orders.*=2". Default none.
 	RedisShards map[string]int `toml:"redis_shards"`
+	// RedisClassicPubSub makes a Redis Cluster carry wake-ups with classic
+	// pub/sub (PUBLISH, SUBSCRIBE) instead of sharded pub/sub (SPUBLISH,
+	// SSUBSCRIBE, the default, which needs Redis 7.0): set it for a Cluster
+	// of older Redis (ontimeredis Options.ClassicPubSub). Every server and
+	// worker on the Cluster must agree. No effect on one Redis. Default
+	// false.
+	RedisClassicPubSub bool `toml:"redis_classic_pubsub"`
 	// WaitReplicas makes every publish wait until this many Redis replicas
 	// have acknowledged it (WAIT), at most WaitTimeout (default 1s), and
 	// fail (503) when fewer did: a failover then cannot lose an
@@ -361,6 +368,7 @@ var envKeys = []string{
 	"ONTIME_READ_TOKENS", "ONTIME_WRITE_TOKENS", "ONTIME_ADMIN_TOKENS", "ONTIME_ALLOWED_HOSTS",
 	"ONTIME_MIN_BODY_RATE", "ONTIME_REDIS_TLS_CA", "ONTIME_REDIS_TLS_CERT", "ONTIME_REDIS_TLS_KEY",
 	"ONTIME_MIN_BODY_RATE", "ONTIME_REDIS_SHARDS", "ONTIME_WAIT_REPLICAS", "ONTIME_WAIT_TIMEOUT",
+	"ONTIME_REDIS_CLASSIC_PUBSUB",
 }
 
 // EnvKeys lists the environment variables ApplyEnv reads.
@@ -407,6 +415,12 @@ func (c *Config) Set(key, v string) error {
 			return err
 		}
 		c.RedisShards = m
+	case "redis_classic_pubsub":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("not a boolean: %q (want true or false)", v)
+		}
+		c.RedisClassicPubSub = b
 	case "wait_replicas":
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -550,6 +564,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.RedisPrefix, "{}") {
 		bad("redis_prefix %q must not contain '{' or '}'", c.RedisPrefix)
+	}
+	if c.RedisClassicPubSub && c.Redis == "" {
+		bad("redis_classic_pubsub: only the Redis store has pub/sub to choose")
 	}
 	if len(c.RedisShards) > 0 && (c.Redis == "" || c.RedisLayout == "compat") {
 		bad("redis_shards: sharded topics need the Redis store with the native layout")

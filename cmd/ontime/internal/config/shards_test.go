@@ -69,3 +69,39 @@ clicks = 3
 		}
 	}
 }
+
+// TestClassicPubSubConfig: redis_classic_pubsub loads from the file and
+// from ONTIME_REDIS_CLASSIC_PUBSUB, a value that is not a boolean is
+// refused, and so is the key without the Redis store.
+func TestClassicPubSubConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ontime.toml")
+	if err := os.WriteFile(path, []byte("redis = \"redis+cluster://127.0.0.1:7000\"\nredis_classic_pubsub = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg config.Config
+	if err := cfg.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Fill()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.RedisClassicPubSub {
+		t.Error("redis_classic_pubsub = true not loaded")
+	}
+	env := map[string]string{"ONTIME_REDIS_CLASSIC_PUBSUB": "false"}
+	if err := cfg.ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RedisClassicPubSub {
+		t.Error("ONTIME_REDIS_CLASSIC_PUBSUB=false not applied")
+	}
+	if err := cfg.Set("redis_classic_pubsub", "sometimes"); err == nil || !strings.Contains(err.Error(), "not a boolean") {
+		t.Errorf(`redis_classic_pubsub "sometimes": %v, want "not a boolean"`, err)
+	}
+	embedded := config.Config{RedisClassicPubSub: true}
+	embedded.Fill()
+	if err := embedded.Validate(); err == nil || !strings.Contains(err.Error(), "redis_classic_pubsub") {
+		t.Errorf("redis_classic_pubsub on the embedded store: %v, want an error naming the key", err)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // "compat" is the faststream-redis-timers layout, whose key names are
 // fixed.
 func newRedisDriver(rdb redis.UniversalClient, o RedisOptions, log *slog.Logger) (ontimedriver.Driver, error) {
-	opts := &ontimeredis.Options{Logger: log, Shards: o.Shards, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout}
+	opts := &ontimeredis.Options{Logger: log, Shards: o.Shards, WaitReplicas: o.WaitReplicas, WaitTimeout: o.WaitTimeout, ClassicPubSub: o.ClassicPubSub}
 	switch o.Layout {
 	case "", "native":
 		opts.Layout = ontimeredis.Native

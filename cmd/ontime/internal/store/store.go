@@ -47,10 +47,12 @@ type RedisOptions struct {
 	Prefix string
 	// TLS is the CA and client certificate of a rediss:// URL.
 	TLS RedisTLS
-	// Shards, WaitReplicas and WaitTimeout are ontimeredis.Options'.
-	Shards       map[string]int
-	WaitReplicas int
-	WaitTimeout  time.Duration
+	// Shards, WaitReplicas, WaitTimeout and ClassicPubSub are
+	// ontimeredis.Options'.
+	Shards        map[string]int
+	WaitReplicas  int
+	WaitTimeout   time.Duration
+	ClassicPubSub bool
 }
 
 // OpenEmbedded opens (creating) dir/ontime.db.
