@@ -102,8 +102,12 @@ const (
 	shortLease = 250 * time.Millisecond
 	// longLease never expires within a case.
 	longLease = 30 * time.Second
-	// waitTimeout bounds every wait for something that should happen soon.
-	waitTimeout = 3 * time.Second
+	// waitTimeout bounds every wait for something that should happen soon:
+	// a bound, not a pause (the waits end at the event), long enough for
+	// a machine whose cores are busy several times over (3 s was not, at a
+	// load average of 15 on 2 cores). A case that shows a wake-up, not a
+	// poll, delivered something sets a poll interval well above it.
+	waitTimeout = 10 * time.Second
 	// pollInterval is the pause between two polls of the store.
 	pollInterval = 5 * time.Millisecond
 	// clockTopic is claimed (it is always empty) to read the store's clock.

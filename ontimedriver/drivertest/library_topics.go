@@ -46,7 +46,7 @@ func libTopicsPattern(l *lib) {
 	col := collect[string](l, nil)
 	exact := collect[string](l, nil)
 	l.start(c, nil, func(w *ontime.Worker) error {
-		if err := ontime.HandleTopics(w, "tenant-*", col.handle, &ontime.TopicOptions{PollInterval: 5 * time.Second}); err != nil {
+		if err := ontime.HandleTopics(w, "tenant-*", col.handle, &ontime.TopicOptions{PollInterval: time.Minute}); err != nil {
 			return err
 		}
 		if err := ontime.HandleTopics(w, "tenant-*", col.handle, nil); !errors.Is(err, ontime.ErrInvalid) {

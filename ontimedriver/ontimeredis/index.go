@@ -103,8 +103,13 @@ func (d *Driver) hintAfter(ctx context.Context, topic string, version any, kind 
 		d.after.hint(topic, replyInt(version), sc)
 		return
 	}
-	if kind == hintExact && sc == "" {
+	switch {
+	case kind == hintExact && sc == "":
 		kind = "r"
+	case kind == hintExact:
+		// written now because it may lower the entry: the pattern
+		// subscribers hear of it whatever the entry was
+		kind = "w"
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hintTimeout)
 	defer cancel()

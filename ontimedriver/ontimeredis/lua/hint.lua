@@ -12,11 +12,16 @@
 --   op "s" (set) and "r" (remove): exact, applied only when the version is
 --      newer than the stored one, so that an older exact hint arriving late
 --      cannot raise the entry above a timer written after it
--- When an entry is added or made earlier and ARGV[1] is not empty, the
--- topic's wake-up "<ms> <topic>" is published there with SPUBLISH: the
--- channel shares the index's hash tag, so a pattern subscriber on a
--- Cluster with sharded pub/sub listens to one channel on one master for
--- every topic (see hub).
+--   op "w": "s" after a call that may have made the topic's head earlier
+--      (a settle with retries or snoozes)
+-- When ARGV[1] is not empty, the topic's wake-up "<ms> <topic>" is
+-- published there with SPUBLISH for every "l" and "w" hint (the driver
+-- sends "l" only when the topic's head moved earlier or the topic was
+-- empty: the entry may already be lower, as an entry may be too low, and
+-- a worker that runs the topic must still hear of the new head), and for
+-- an "s" hint that adds the entry or makes it earlier. The channel shares
+-- the index's hash tag, so a pattern subscriber on a Cluster with sharded
+-- pub/sub listens to one channel on one master for every topic (see hub).
 -- Returns how many hints were applied.
 local applied = 0
 local wake = ARGV[1]
@@ -25,15 +30,16 @@ for i = 2, #ARGV, 4 do
   local cur = redis.call('HGET', KEYS[2], topic)
   local newer = not cur or v > tonumber(cur)
   if op == 'l' then
-    if redis.call('ZADD', KEYS[1], 'LT', 'CH', ARGV[i + 3], topic) == 1 and wake ~= '' then
+    redis.call('ZADD', KEYS[1], 'LT', ARGV[i + 3], topic)
+    if wake ~= '' then
       redis.call('SPUBLISH', wake, ARGV[i + 3] .. ' ' .. topic)
     end
     applied = applied + 1
   elseif newer then
-    if op == 's' then
-      local old = wake ~= '' and redis.call('ZSCORE', KEYS[1], topic)
+    if op == 's' or op == 'w' then
+      local old = wake ~= '' and op == 's' and redis.call('ZSCORE', KEYS[1], topic)
       redis.call('ZADD', KEYS[1], ARGV[i + 3], topic)
-      if wake ~= '' and (not old or tonumber(ARGV[i + 3]) < tonumber(old)) then
+      if wake ~= '' and (op == 'w' or not old or tonumber(ARGV[i + 3]) < tonumber(old)) then
         redis.call('SPUBLISH', wake, ARGV[i + 3] .. ' ' .. topic)
       end
     else
