@@ -4,6 +4,8 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +63,12 @@ func sentinelTopology(t *testing.T) failoverTopology {
 		// restarted it as soon as the replica was promoted and lost 606
 		// timers acknowledged by the restarted primary.
 		announced: func(ctx context.Context) bool { return primaryIs(ctx, s.Replicas[0].Addr) },
+		logs: func() string {
+			var b strings.Builder
+			for _, n := range s.Nodes() {
+				fmt.Fprintf(&b, "== %s\n%s", n.Addr, n.Log())
+			}
+			return b.String()
+		},
 	}
 }

@@ -110,6 +110,9 @@ type failoverTopology struct {
 	// announced, if set, reports whether the topology tells its clients
 	// about the promotion; the victim is restarted only then.
 	announced func(context.Context) bool
+	// logs, if set, returns what the topology's processes logged, for a
+	// failure message.
+	logs func() string
 }
 
 // pubRec is one timer's publish.
@@ -348,6 +351,9 @@ func runFailover(t *testing.T, p failoverParams, waitRepl bool, topo failoverTop
 	// the restarted victim, with its old data) happened.
 	if role, err := heir.Do(ctx, "ROLE").Slice(); err != nil || len(role) == 0 || role[0] != "master" {
 		t.Errorf("the promoted %s is no longer the master at the end: ROLE %v (%v)", topo.heir.Addr, role, err)
+		if topo.logs != nil {
+			t.Logf("the topology's logs:\n%s", topo.logs())
+		}
 	}
 
 	res := r.tally(victimShards, killed, promoted)
