@@ -110,6 +110,9 @@ type failoverTopology struct {
 	// announced, if set, reports whether the topology tells its clients
 	// about the promotion; the victim is restarted only then.
 	announced func(context.Context) bool
+	// rejoin, if set, makes the restarted victim a replica of the heir
+	// (else it must find its place itself).
+	rejoin func(context.Context) error
 	// logs, if set, returns what the topology's processes logged, for a
 	// failure message.
 	logs func() string
@@ -239,6 +242,7 @@ func runFailover(t *testing.T, p failoverParams, waitRepl bool, topo failoverTop
 	pub := open()
 	var next atomic.Int64
 	var pwg sync.WaitGroup
+	defer pwg.Wait()
 	pctx, stopPub := context.WithCancel(ctx)
 	defer stopPub()
 	for range p.publishers {
@@ -314,6 +318,11 @@ func runFailover(t *testing.T, p failoverParams, waitRepl bool, topo failoverTop
 	// its shards fail.
 	topo.victim.Restart()
 	restarted := time.Now()
+	if topo.rejoin != nil {
+		if err := topo.rejoin(ctx); err != nil {
+			t.Errorf("making the restarted %s a replica of %s: %v", topo.victim.Addr, topo.heir.Addr, err)
+		}
+	}
 	var replicaBack time.Time
 	if err := wait.Until(60*time.Second, func() bool {
 		info, err := heir.Info(ctx, "replication").Result()
