@@ -71,8 +71,9 @@ fuzz:
 			echo "== $$p $$f"; GOTOOLCHAIN=$(FUZZ_GOTOOLCHAIN) $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
 		done; done) || exit 1; done
 
-## stress: the long crash and chaos tests of internal/chaos (SIGKILLed workers, Redis restarts and pauses) and the
-## Kafka republisher's soak (churn and produce faults); -tags stress, several minutes.
+## stress: the long crash and chaos tests of internal/chaos (SIGKILLed workers, Redis restarts and pauses, and the
+## failover runs: a Cluster master and a Sentinel primary SIGKILLed under 20,000 timers, about 5 minutes of the run)
+## and the Kafka republisher's soak (churn and produce faults); -tags stress, several minutes.
 stress: deps
 	$(GO) test -race -tags stress -count=1 -timeout 60m -v ./internal/chaos/
 	cd kafkadelay && $(GO) test -race -tags stress -count=1 -timeout 20m -run 'TestSoak' -v .

@@ -32,3 +32,15 @@ var (
 		cycles: 1, outage: 5 * time.Second, between: time.Second,
 	}
 )
+
+// The failover run of the default run (TestFailoverClusterWaitReplicas):
+// a shorter window and fewer timers than the stress run's minute and
+// 20,000 (params_stress_test.go); the window leaves several seconds after
+// the promotion (about 4 s after the kill, in the middle). The
+// publishers are many so that publishes blocked by the outage (up to the
+// 2 s call timeout, or WaitReplicas' timeout while the promoted master has
+// no replica yet) do not hold back the others.
+var failoverDefaults = failoverParams{
+	timers: 3000, spread: 12 * time.Second, minDelay: time.Second, maxDelay: 4 * time.Second,
+	publishers: 128, workers: 3, conc: 16, lease: 2 * time.Second, waitTimeout: 500 * time.Millisecond,
+}

@@ -24,3 +24,9 @@ var (
 		cycles: 5, outage: 5 * time.Second, between: 2 * time.Second,
 	}
 )
+
+// The failover runs of issue 24: 20,000 timers published over a minute.
+var failoverDefaults = failoverParams{
+	timers: 20000, spread: time.Minute, minDelay: time.Second, maxDelay: 4 * time.Second,
+	publishers: 256, workers: 3, conc: 16, lease: 2 * time.Second, waitTimeout: 500 * time.Millisecond,
+}

@@ -21,6 +21,7 @@ type Cluster struct {
 	Replicas []*Server
 
 	nodeTimeout time.Duration
+	server      []ServerOption
 }
 
 // ClusterOption configures StartCluster.
@@ -33,6 +34,12 @@ func WithReplicas(n int) ClusterOption { return func(c *Cluster) { c.Replicas = 
 // NodeTimeout sets cluster-node-timeout (default 3 s): a node that does not
 // answer for that long is marked failed by the others.
 func NodeTimeout(d time.Duration) ClusterOption { return func(c *Cluster) { c.nodeTimeout = d } }
+
+// ClusterServerOptions are given to every node, masters and replicas:
+// AppendOnly, Args, ...
+func ClusterServerOptions(opts ...ServerOption) ClusterOption {
+	return func(c *Cluster) { c.server = append(c.server, opts...) }
+}
 
 // StartCluster starts n redis-server processes in cluster mode as masters,
 // splits the 16384 slots evenly between them, adds the replicas asked for,
@@ -60,11 +67,12 @@ func StartCluster(tb testing.TB, n int, opts ...ClusterOption) *Cluster {
 		"--repl-diskless-sync-delay", "0",
 		"--repl-ping-replica-period", "1",
 	)
+	sopts := append([]ServerOption{args}, c.server...)
 	for range n {
-		c.Servers = append(c.Servers, StartServer(tb, args))
+		c.Servers = append(c.Servers, StartServer(tb, sopts...))
 	}
 	for i := range c.Replicas {
-		c.Replicas[i] = StartServer(tb, args)
+		c.Replicas[i] = StartServer(tb, sopts...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

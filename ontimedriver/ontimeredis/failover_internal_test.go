@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -77,3 +78,28 @@ type redisError string
 
 func (e redisError) Error() string { return string(e) }
 func (redisError) RedisError()     {}
+
+// TestUnreachableScheduleWithWait: a Schedule that waits for replicas
+// (evalWait) and cannot reach its node is observed like any other call:
+// its topic is listed as unavailable (and on a Cluster the slot map is
+// reloaded). It was not, so after a Cluster failover a publisher that
+// waits for replicas kept calling the dead master (found by
+// internal/chaos's TestFailoverClusterWaitReplicas).
+func TestUnreachableScheduleWithWait(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // nothing listens there
+	d, err := New(rdb, &Options{Prefix: "p:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close(); _ = rdb.Close() })
+	ctx := ontimedriver.WithReplicaAck(t.Context(), ontimedriver.ReplicaAck{Replicas: 1, Timeout: 100 * time.Millisecond})
+	_, err = d.Schedule(ctx, "waits", []ontimedriver.NewTimer{{ID: "a", Delay: time.Hour, Payload: []byte("x")}}, ontimedriver.Upsert)
+	if err == nil {
+		t.Fatal("Schedule on a closed port succeeded")
+	}
+	got := d.UnavailableTopics()
+	if len(got) != 1 || got[0].Topic != "waits" {
+		t.Fatalf("UnavailableTopics() = %+v after a failed Schedule with WAIT, want topic waits (the error: %v)", got, err)
+	}
+}

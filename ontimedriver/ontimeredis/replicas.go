@@ -2,6 +2,7 @@ package ontimeredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -83,6 +84,14 @@ func (d *Driver) evalWait(ctx context.Context, s *script, keys []string, ack ont
 		}
 		panic("unreachable")
 	})
+	// As eval does: a call that did not reach the node starts slot-map
+	// reloads (a Cluster failover); a write that only missed its replicas
+	// reached the node.
+	if errors.Is(err, ontimedriver.ErrNotReplicated) {
+		d.observe(keys, nil)
+	} else {
+		d.observe(keys, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ontimeredis: %s: %w", s.name, err)
 	}
