@@ -284,13 +284,16 @@ func (d *Driver) scheduleSharded(ctx context.Context, s *shardSet, timers []onti
 		return nil, err
 	}
 	out := make([]ontimedriver.ScheduleResult, len(timers))
-	err := s.each(s.group(len(timers), func(i int) string { return timers[i].ID }), func(shard int, idx []int) error {
+	groups := s.group(len(timers), func(i int) string { return timers[i].ID })
+	failed := make([]error, s.n)
+	_ = s.each(groups, func(shard int, idx []int) error {
 		part := make([]ontimedriver.NewTimer, len(idx))
 		for j, i := range idx {
 			part[j] = timers[i]
 		}
 		res, err := d.Schedule(ctx, s.names[shard], part, mode)
 		if err != nil {
+			failed[shard] = err
 			return err
 		}
 		for j, i := range idx {
@@ -298,11 +301,33 @@ func (d *Driver) scheduleSharded(ctx context.Context, s *shardSet, timers []onti
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	// A shard that failed (its master down) fails its own timers only: the
+	// call fails when every shard it wrote to did.
+	var first error
+	ok := false
+	for shard, idx := range groups {
+		if len(idx) == 0 {
+			continue
+		}
+		if failed[shard] == nil {
+			ok = true
+			continue
+		}
+		first = cmp.Or(first, failed[shard])
+		for _, i := range idx {
+			out[i] = ontimedriver.ScheduleResult{Err: failed[shard]}
+		}
+	}
+	if !ok {
+		return nil, first
 	}
 	return out, nil
 }
+
+// shardRetry is how soon a claim of a sharded topic that could not read
+// one of its shards (its master down) reports the topic due again, so that
+// the shard is tried again soon without a busy loop.
+const shardRetry = 250 * time.Millisecond
 
 // claimSharded claims the topic's oldest due timers across its shards in
 // two parallel rounds: the scores of up to max due entries of each shard
@@ -323,7 +348,9 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 		scores []int64
 	}
 	peeks := make([]peek, s.n)
-	err := s.all(func(shard int) error {
+	peekErrs := make([]error, s.n)
+	_ = s.all(func(shard int) (err error) {
+		defer func() { peekErrs[shard] = err }()
 		res, err := d.eval(ctx, sPeek, []string{d.keys(s.names[shard]).due}, max)
 		if err != nil {
 			return err
@@ -343,13 +370,24 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 		peeks[shard] = p
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	// A shard that cannot be read (its master down, until its replica is
+	// promoted) does not stop the others: the claim takes from the shards
+	// it could read, and comes back for the missing one soon. It fails
+	// when no shard could be read.
+	var down error
+	nowUs := int64(-1)
+	for sh, p := range peeks {
+		if peekErrs[sh] != nil {
+			down = cmp.Or(down, peekErrs[sh])
+			continue
+		}
+		// one clock for the whole claim: the earliest the peeks read
+		if nowUs < 0 || p.now < nowUs {
+			nowUs = p.now
+		}
 	}
-	// one clock for the whole claim: the earliest the peeks read
-	nowUs := peeks[0].now
-	for _, p := range peeks {
-		nowUs = min(nowUs, p.now)
+	if nowUs < 0 {
+		return nil, down
 	}
 	nowMs := floorDiv(nowUs, 1000)
 	until := nowMs + durMs(lease)
@@ -396,6 +434,11 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 			groups[sh] = []int{k}
 		}
 	}
+	if down != nil {
+		// the unread shard is asked again within shardRetry
+		lower(usTime(nowUs).Add(shardRetry))
+	}
+	var err error
 	results := make([]*ontimedriver.ClaimResult, s.n)
 	if len(due) > 0 {
 		err = s.each(groups, func(shard int, k []int) error {

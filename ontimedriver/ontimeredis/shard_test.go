@@ -206,3 +206,90 @@ func ExampleOptions_shards() {
 	fmt.Println(d.ShardCount("clicks"), d.ShardCount("orders.eu"), d.ShardCount("invoices"))
 	// Output: 3 2 1
 }
+
+// TestShardedOneMasterDown: on a 3-master Cluster, with the master of one
+// shard of a sharded topic dead (and the Cluster not yet failed: a long
+// node timeout), claims go on delivering the other shards' timers and
+// report the topic due again soon, and a publish fails only the timers of
+// the dead shard.
+func TestShardedOneMasterDown(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cluster := redistest.StartCluster(t, 3, redistest.NodeTimeout(time.Minute))
+	d, err := ontimeredis.New(cluster.NewClient(t), &ontimeredis.Options{Prefix: redistest.Prefix(t), Logger: quiet, Shards: map[string]int{"hot": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	at := time.Now().Add(-time.Second)
+	var timers []ontimedriver.NewTimer
+	live := map[string]bool{}
+	for i := range 60 {
+		id := fmt.Sprintf("t%d", i)
+		timers = append(timers, ontimedriver.NewTimer{ID: id, At: at, Payload: []byte("p")})
+		if ontimeredis.ShardOf(d, "hot", id) != 0 {
+			live[id] = true
+		}
+	}
+	if _, err := d.Schedule(ctx, "hot", timers, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	// the master that holds shard 0
+	shard0 := ontimeredis.ShardNames(d, "hot")[0]
+	var victim *redistest.Server
+	for _, n := range cluster.Nodes() {
+		keys, err := n.NewClient(t).Keys(ctx, "*"+shard0+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			victim = n
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no master holds the keys of shard %q", shard0)
+	}
+	victim.Kill()
+
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := d.Claim(cctx, "hot", 100, time.Minute)
+	if err != nil {
+		t.Fatalf("claim with one shard's master dead: %v, want the other shards' timers", err)
+	}
+	if len(res.Timers) != len(live) {
+		t.Errorf("claimed %d timers, want the %d of the live shards", len(res.Timers), len(live))
+	}
+	for _, c := range res.Timers {
+		if !live[c.ID] {
+			t.Errorf("claimed %s of the dead shard", c.ID)
+		}
+	}
+	if res.Next.IsZero() || res.Next.After(res.Now.Add(time.Second)) {
+		t.Errorf("Next %v (now %v): want the topic due again within a second, to try the dead shard", res.Next, res.Now)
+	}
+
+	var more []ontimedriver.NewTimer
+	for i := range 12 {
+		more = append(more, ontimedriver.NewTimer{ID: fmt.Sprintf("m%d", i), Delay: time.Hour, Payload: []byte("p")})
+	}
+	out, err := d.Schedule(cctx, "hot", more, ontimedriver.Upsert)
+	if err != nil {
+		t.Fatalf("publish with one shard's master dead: %v, want the dead shard's timers to fail alone", err)
+	}
+	failed := 0
+	for i, r := range out {
+		dead := ontimeredis.ShardOf(d, "hot", more[i].ID) == 0
+		switch {
+		case dead && r.Err == nil:
+			t.Errorf("%s of the dead shard: written", more[i].ID)
+		case dead:
+			failed++
+		case r.Err != nil:
+			t.Errorf("%s of a live shard: %v", more[i].ID, r.Err)
+		}
+	}
+	if failed == 0 {
+		t.Error("no timer of the publish fell on the dead shard: the test proves nothing")
+	}
+}
