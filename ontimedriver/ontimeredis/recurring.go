@@ -2,6 +2,7 @@ package ontimeredis
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,7 +24,10 @@ import (
 var (
 	sRecur      = mustScript("recur", "common")
 	sRecurPause = mustScript("recur_pause", "common")
+	sRecurList  = mustScript("list_recurring", "common")
 )
+
+var _ ontimedriver.RecurringLister = (*Driver)(nil)
 
 // errCompatRecurring is the compatible layout's refusal.
 var errCompatRecurring = fmt.Errorf("%w: recurring timers need the native layout (the faststream-compatible layout cannot keep them: the Python library would not re-arm them)", ontimedriver.ErrUnsupported)
@@ -152,6 +156,73 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id, pause string, next 
 		d.hintAfter(ctx, topic, a[1], hintLower, a[2], false)
 	}
 	return nil
+}
+
+// ListRecurring returns a page of a topic's recurring timers by id, with
+// one script call that reads the topic's schedule hash and, for the page's
+// ids, what Get reads: its cost grows with the topic's recurring timers,
+// never with its plain ones. See ontimedriver.RecurringLister. A sharded
+// topic (Options.Shards) holds no recurring timers: its pages are empty.
+// The compatible layout refuses with ontimedriver.ErrUnsupported.
+func (d *Driver) ListRecurring(ctx context.Context, topic, cursor string, limit int) (*ontimedriver.Page, error) {
+	if d.compat {
+		return nil, errCompatRecurring
+	}
+	after, err := decodeRecurringCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	limit = ontimedriver.RecurringPageLimit(limit)
+	if d.sharded(topic) != nil {
+		return &ontimedriver.Page{Timers: []ontimedriver.TimerInfo{}}, nil
+	}
+	k := d.keys(topic)
+	res, err := d.eval(ctx, sRecurList, []string{k.sched, k.due, k.msg, k.lease}, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) < 2 || (len(a)-2)%5 != 0 {
+		return nil, errReply
+	}
+	now := replyInt(a[0])
+	p := &ontimedriver.Page{Timers: make([]ontimedriver.TimerInfo, 0, (len(a)-2)/5)}
+	var last string
+	for i := 2; i < len(a); i += 5 {
+		id := replyStr(a[i])
+		last = id
+		ti, err := d.info(id, now, replyStr(a[i+1]), replyStr(a[i+3]), replyStr(a[i+2]))
+		if err != nil {
+			continue // an entry without its timer: not a timer to list
+		}
+		e, ok := parseSchedEntry(replyStr(a[i+4]))
+		if !ok {
+			continue
+		}
+		ti.Recurring = e
+		p.Timers = append(p.Timers, *ti)
+	}
+	if replyInt(a[1]) == 1 && last != "" {
+		p.NextCursor = encodeRecurringCursor(last)
+	}
+	return p, nil
+}
+
+// encodeRecurringCursor is ListRecurring's cursor: the last id listed.
+func encodeRecurringCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// decodeRecurringCursor reads a ListRecurring cursor; "" for none.
+func decodeRecurringCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || ontimedriver.ValidateID(string(b)) != nil {
+		return "", fmt.Errorf("%w: cursor %q is not one this driver made", ontimedriver.ErrInvalid, c)
+	}
+	return string(b), nil
 }
 
 // listRecurring fills the schedule entries of a page's recurring timers
