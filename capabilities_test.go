@@ -2,6 +2,7 @@ package ontime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/ontime-go/ontime/internal/wait"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
+	"github.com/ontime-go/ontime/schedule"
 )
 
 // capDriver is the embedded store (slow claims, a topic index) with the
@@ -29,6 +31,7 @@ func (d *capDriver) SyncTopicIndex(context.Context) error {
 }
 
 var (
+	_ ontimedriver.RecurringLister    = (*capDriver)(nil)
 	_ ontimedriver.LegacyPayloads     = (*capDriver)(nil)
 	_ ontimedriver.SlowClaims         = (*capDriver)(nil)
 	_ ontimedriver.TopicIndex         = (*capDriver)(nil)
@@ -45,15 +48,30 @@ func (p passThrough) Unwrap() ontimedriver.Driver { return p.Driver }
 type everyHook struct {
 	*recorder
 	calls atomic.Int64
+	ops   map[string]*atomic.Int64 // calls by op, for the ops listed at creation
 }
 
-func (h *everyHook) StoreCall(context.Context, ontime.StoreCall) { h.calls.Add(1) }
+func newEveryHook(ops ...string) *everyHook {
+	h := &everyHook{recorder: newRecorder(), ops: map[string]*atomic.Int64{}}
+	for _, op := range ops {
+		h.ops[op] = new(atomic.Int64)
+	}
+	return h
+}
+
+func (h *everyHook) StoreCall(_ context.Context, c ontime.StoreCall) {
+	h.calls.Add(1)
+	if n, ok := h.ops[c.Op]; ok {
+		n.Add(1)
+	}
+}
 
 // TestCapabilitiesSurviveWrapping: a store wrapped by the Client for its
 // StoreCallHooks, and also by a user's wrapper first, keeps every optional
 // interface it has: claim-ahead (SlowClaims), the topic index
-// (HandleTopics), its repair at start (TopicIndexRepairer) and the lenient
-// decoding of legacy payloads (LegacyPayloads).
+// (HandleTopics), its repair at start (TopicIndexRepairer), the lenient
+// decoding of legacy payloads (LegacyPayloads) and the list of recurring
+// timers (RecurringLister, used by Client.ListRecurring).
 func TestCapabilitiesSurviveWrapping(t *testing.T) {
 	t.Parallel()
 	for _, user := range []bool{false, true} {
@@ -75,7 +93,7 @@ func TestCapabilitiesSurviveWrapping(t *testing.T) {
 
 func testCapabilities(t *testing.T, store *capDriver, d ontimedriver.Driver) {
 	ctx := context.Background()
-	hook := &everyHook{recorder: newRecorder()}
+	hook := newEveryHook("list_recurring")
 	c, err := ontime.NewClient(d, &ontime.Config{Logger: quiet, Hooks: []any{hook}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +110,26 @@ func testCapabilities(t *testing.T, store *capDriver, d ontimedriver.Driver) {
 	}
 	if ti.DecodeError != "" || string(ti.Body) != "plain text" {
 		t.Errorf("legacy payload: body %q, decode error %q; want the raw body decoded leniently", ti.Body, ti.DecodeError)
+	}
+
+	// RecurringLister: ListRecurring reads the schedule alone, not the
+	// plain timer due before it (the fallback would scan both), and
+	// reports the call as "list_recurring".
+	if _, err := c.Publish(ctx, "sched", "plain", ontime.In(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PublishRecurring(ctx, "sched", "hourly", schedule.Every(time.Hour), "tick"); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := c.ListRecurring(ctx, "sched", ontime.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Timers) != 1 || rp.Timers[0].ID != "hourly" || rp.Scanned != 1 || rp.NextCursor != "" {
+		t.Errorf("ListRecurring: %d timers, scanned %d, cursor %q; want hourly alone, scanned 1 (RecurringLister hidden?)", len(rp.Timers), rp.Scanned, rp.NextCursor)
+	}
+	if hook.ops["list_recurring"].Load() == 0 {
+		t.Error("ListRecurring was not reported as a list_recurring store call")
 	}
 
 	// TopicIndex: HandleTopics accepts the store.
@@ -152,5 +190,78 @@ func testCapabilities(t *testing.T, store *capDriver, d ontimedriver.Driver) {
 	}, "%d leased with one handler slot (claim-ahead on): %s", 1+batch, func() string { return fmt.Sprint(leased) })
 	if hook.calls.Load() == 0 {
 		t.Error("the StoreCallHook saw no call")
+	}
+}
+
+// noLister is a store that keeps recurring timers but cannot list them:
+// the embedded store seen through its Driver and Recurring methods only.
+type noLister struct {
+	ontimedriver.Driver
+	ontimedriver.Recurring
+}
+
+// TestListRecurringFallback: without a RecurringLister, ListRecurring
+// walks the topic's timers in due order, a bounded number of List pages
+// per call, and still lists every schedule once by paging to the end.
+func TestListRecurringFallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := openBolt(t)
+	c, err := ontime.NewClient(noLister{store, store}, &ontime.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ontimedriver.As[ontimedriver.RecurringLister](noLister{store, store}); ok {
+		t.Fatal("noLister exposes a RecurringLister")
+	}
+	// 25 plain timers due first, then two schedules (first ticks in 2h and
+	// 4h), with 5 plain timers between them
+	plain := make([]ontime.Timer, 30)
+	for i := range plain {
+		at := time.Minute
+		if i >= 25 {
+			at = 3 * time.Hour
+		}
+		plain[i] = ontime.Timer{ID: fmt.Sprintf("p%02d", i), Delay: at, Body: "x"}
+	}
+	if _, err := c.PublishBatch(ctx, "fb", plain); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, first := range []time.Duration{4 * time.Hour, 2 * time.Hour} {
+		if _, err := c.PublishRecurring(ctx, "fb", "in-"+first.String(), schedule.EveryFrom(24*time.Hour, now.Add(first)), "tick"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// limit 2: 10 List pages of 2 read 20 timers and find no schedule
+	p, err := c.ListRecurring(ctx, "fb", ontime.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Timers) != 0 || p.Scanned != 20 || p.NextCursor == "" {
+		t.Fatalf("first page: %d timers, scanned %d, cursor %q; want none, 20, a cursor", len(p.Timers), p.Scanned, p.NextCursor)
+	}
+	var ids []string
+	scanned := p.Scanned
+	for pages := 1; p.NextCursor != ""; pages++ {
+		if pages > 20 {
+			t.Fatal("no last page")
+		}
+		if p, err = c.ListRecurring(ctx, "fb", ontime.ListOptions{Limit: 2, Cursor: p.NextCursor}); err != nil {
+			t.Fatal(err)
+		}
+		scanned += p.Scanned
+		for _, ti := range p.Timers {
+			if ti.Recurring == nil {
+				t.Errorf("ListRecurring listed plain timer %s", ti.ID)
+			}
+			ids = append(ids, ti.ID)
+		}
+	}
+	if fmt.Sprint(ids) != "[in-2h0m0s in-4h0m0s]" || scanned != 32 {
+		t.Errorf("fallback walk: %v, scanned %d; want both schedules in due order, 32 timers scanned", ids, scanned)
+	}
+	if _, err := c.ListRecurring(ctx, "fb", ontime.ListOptions{Before: time.Now()}); !errors.Is(err, ontime.ErrInvalid) {
+		t.Errorf("ListRecurring with Before: %v, want ErrInvalid", err)
 	}
 }

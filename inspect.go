@@ -118,6 +118,93 @@ func (c *Client) List(ctx context.Context, topic string, opts ListOptions) (*Tim
 	return out, nil
 }
 
+// RecurringPage is a page of ListRecurring.
+type RecurringPage struct {
+	// Timers are this page's recurring timers (each with Recurring set):
+	// by id when the store lists recurring timers, else in due order.
+	Timers []TimerInfo
+	// NextCursor goes into ListOptions.Cursor for the next page; empty on
+	// the last page.
+	NextCursor string
+	// Scanned counts the timers this page read from the store: the
+	// recurring ones when the store lists them, every timer walked in the
+	// fallback.
+	Scanned int
+}
+
+// recurringScanPages bounds the List pages one ListRecurring call reads
+// when the store cannot list recurring timers.
+const recurringScanPages = 10
+
+// ListRecurring returns a page of topic's recurring timers (see
+// PublishRecurring), each as Get shows it, with its schedule, next tick,
+// paused state and last outcome; plain timers are left out. Page through
+// with ListOptions.Cursor and Limit (0 means 100, at most 1000;
+// ListOptions.Before does not apply and must be zero) until NextCursor is
+// empty: the pages then held every schedule present for the whole walk,
+// once.
+//
+// A store that lists recurring timers (ontimedriver.RecurringLister: the
+// native Redis layout and the embedded store) answers a page in one call
+// whose cost grows with the topic's schedules (the store's, in the
+// embedded store), never with its plain timers: the timers come by id.
+// With another store ListRecurring falls back to walking the topic's
+// timers in due order, at most 10 List pages of Limit timers per call,
+// and returns the recurring ones of the first page that has any: a page
+// may then hold fewer than Limit timers, or none, before the last
+// (Scanned tells how many timers it read). A store that keeps no
+// recurring timers (the faststream-compatible layout) returns an error
+// wrapping ErrUnsupported.
+func (c *Client) ListRecurring(ctx context.Context, topic string, opts ListOptions) (*RecurringPage, error) {
+	full, err := c.fullTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 {
+		return nil, invalidf("limit %d is negative", opts.Limit)
+	}
+	if !opts.Before.IsZero() {
+		return nil, invalidf("ListRecurring: Before does not apply")
+	}
+	if _, err := c.recurring(); err != nil {
+		return nil, err
+	}
+	limit := ontimedriver.RecurringPageLimit(opts.Limit)
+	out := &RecurringPage{Timers: []TimerInfo{}}
+	if l, ok := ontimedriver.RecurringListerOf(c.drv); ok {
+		start := time.Now()
+		p, err := l.ListRecurring(ctx, full, opts.Cursor, limit)
+		reportStoreCall(ctx, c.drv, "list_recurring", full, start, err)
+		if err != nil {
+			return nil, err
+		}
+		out.NextCursor, out.Scanned = p.NextCursor, len(p.Timers)
+		for i := range p.Timers {
+			out.Timers = append(out.Timers, c.info(topic, &p.Timers[i]))
+		}
+		return out, nil
+	}
+	lo := ListOptions{Limit: limit, Cursor: opts.Cursor}
+	for range recurringScanPages {
+		p, err := c.drv.List(ctx, full, lo)
+		if err != nil {
+			return nil, err
+		}
+		out.Scanned += len(p.Timers)
+		for i := range p.Timers {
+			if p.Timers[i].Recurring != nil {
+				out.Timers = append(out.Timers, c.info(topic, &p.Timers[i]))
+			}
+		}
+		out.NextCursor = p.NextCursor
+		if p.NextCursor == "" || len(out.Timers) > 0 {
+			break
+		}
+		lo.Cursor = p.NextCursor
+	}
+	return out, nil
+}
+
 // Counts counts a topic's timers by state.
 type Counts = ontimedriver.Counts
 

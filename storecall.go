@@ -31,8 +31,9 @@ type StoreCall struct {
 	// "purge_all_dead", "count_due", "fire_now", "due_topics" (the
 	// HandleTopics loop asking the topic index), "subscribe", "ping", or
 	// for recurring timers (ontimedriver.Recurring) "schedule_recurring",
-	// "pause_recurring" and "resume_recurring". A Driver method not in
-	// this list is not reported.
+	// "pause_recurring", "resume_recurring" and "list_recurring"
+	// (ontimedriver.RecurringLister). A Driver method not in this list is
+	// not reported.
 	Op string
 	// Topic is the full topic, or "" for "topics" and "ping".
 	Topic string

@@ -164,3 +164,61 @@ func RecurringOf(d Driver) (Recurring, bool) {
 	}
 	return r, true
 }
+
+// RecurringLister is implemented by stores that can list a topic's
+// recurring timers without reading its plain ones, so that a topic with a
+// million plain timers and one schedule lists that schedule in one call.
+// It is optional: a caller falls back to List, keeping the timers whose
+// Recurring is set. Find it with As (it survives wrappers), or with
+// RecurringListerOf, which also checks RecurringSupported.
+type RecurringLister interface {
+	// ListRecurring returns a page of the topic's recurring timers, each
+	// as Get reports it (TimerInfo.Recurring set; a paused schedule with
+	// Paused true), ordered by id in byte order. Plain timers are never
+	// listed; a cancelled or ended schedule is gone.
+	//
+	// Paging: limit is the page size (0 means 100; drivers cap it at
+	// MaxRecurringPage); pass the previous page's NextCursor as cursor
+	// (empty for the first page; cursors are opaque, a bad one is
+	// ErrInvalid). A page holds up to limit timers and NextCursor is
+	// empty on the last page. The cursor is the position after the last
+	// id returned, so a schedule added or removed between pages is seen
+	// or not, and one present for the whole walk is listed exactly once.
+	//
+	// A page costs one or a few store calls; the work a page does grows
+	// with the number of recurring timers (of the topic on Redis, of the
+	// store in the embedded store), never with the plain ones. A driver
+	// whose RecurringSupported reports false returns an error wrapping
+	// ErrUnsupported; a topic that cannot hold recurring timers (a
+	// sharded Redis topic) lists none.
+	ListRecurring(ctx context.Context, topic, cursor string, limit int) (*Page, error)
+}
+
+// MaxRecurringPage is the largest page ListRecurring returns.
+const MaxRecurringPage = 1000
+
+// RecurringPageLimit is the page size a RecurringLister uses for the limit
+// asked: 100 for 0 (or less), at most MaxRecurringPage.
+func RecurringPageLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return 100
+	case limit > MaxRecurringPage:
+		return MaxRecurringPage
+	}
+	return limit
+}
+
+// RecurringListerOf returns d's RecurringLister (through wrappers) when d
+// keeps recurring timers as configured and can list them; ok is false
+// otherwise.
+func RecurringListerOf(d Driver) (RecurringLister, bool) {
+	l, ok := As[RecurringLister](d)
+	if !ok {
+		return nil, false
+	}
+	if r, rok := As[Recurring](d); !rok || !r.RecurringSupported() {
+		return nil, false
+	}
+	return l, true
+}

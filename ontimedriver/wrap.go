@@ -5,10 +5,11 @@ package ontimedriver
 // returns the wrapped Driver.
 //
 // The optional interfaces a store may implement (LegacyPayloads,
-// SlowClaims, TopicIndex, TopicIndexRepairer, and any added later) are
-// found through the chain of wrappers by As, as errors.As finds an error
-// through errors.Unwrap: a wrapper that embeds Driver and implements
-// Unwrap hides none of them, without forwarding each by hand.
+// SlowClaims, TopicIndex, TopicIndexRepairer, Recurring, RecurringLister,
+// and any added later) are found through the chain of wrappers by As, as
+// errors.As finds an error through errors.Unwrap: a wrapper that embeds
+// Driver and implements Unwrap hides none of them, without forwarding each
+// by hand.
 type Wrapper interface {
 	Unwrap() Driver
 }

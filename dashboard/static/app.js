@@ -217,7 +217,7 @@ function schedulesTable(topic, page) {
         h('td', {class: 'last'}, lastTick(t.recurring)),
         h('td', {class: 'state'}, scheduleState(t)),
         h('td', {}, pauseButton(topic, t)))))),
-    page.complete ? null : h('p', {class: 'muted'}, 'Schedules among the first ' + page.scanned + ' timers of the topic.'),
+    page.complete ? null : h('p', {class: 'muted'}, 'Not every schedule is listed: the server stopped after reading ' + page.scanned + ' timers.'),
   ];
 }
 

@@ -182,11 +182,14 @@ func BackfillID(id string, tick time.Time) string {
 const TickHeader = "ontime-tick"
 
 // SchedulePage lists a topic's recurring timers (GET
-// /v1/topics/{topic}/schedules): those among the first Scanned timers of
-// the topic in due order; Complete is false when the topic holds more
-// timers than the server looks at (MaxScheduleScan).
+// /v1/topics/{topic}/schedules), in due order. Scanned counts the timers
+// the server read for it: the schedules alone when the store lists them,
+// else every timer walked in due order. Complete is true when the list
+// goes to its end (from the position of the request's cursor, if any);
+// else NextCursor, passed as the cursor query parameter, goes on.
 type SchedulePage struct {
-	Schedules []Timer `json:"schedules"`
-	Scanned   int     `json:"scanned"`
-	Complete  bool    `json:"complete"`
+	Schedules  []Timer `json:"schedules"`
+	Scanned    int     `json:"scanned"`
+	Complete   bool    `json:"complete"`
+	NextCursor string  `json:"next_cursor,omitempty"`
 }

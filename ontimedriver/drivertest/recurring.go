@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"bytes"
 	"errors"
 	"time"
 
@@ -27,6 +28,7 @@ func recurringCases() []testCase {
 		{"ListShowsSchedule", testRecurringList},
 		{"NextOnPlainTimerIsAck", testRecurringNextOnPlain},
 		{"TickInstantBeforeDue", testRecurringTickInstant},
+		{"ListRecurring", testRecurringLister},
 	}
 }
 
@@ -435,4 +437,105 @@ func testRecurringTickInstant(e *env) {
 	inst2 := now.Add(2 * time.Hour)
 	e.wantErr("resume", r.ResumeRecurring(e.ctx, "rec.at", "r", ontimedriver.Tick{Due: inst2.Add(time.Minute), N: 3, At: inst2}), nil)
 	e.wantRecurring("Get after resume", e.get("rec.at", "r"), ontimedriver.RecurringInfo{Spec: specA, Tick: 3, TickAt: inst2, LastTick: 1, LastOutcome: "ack"})
+}
+
+// testRecurringLister checks ontimedriver.RecurringLister: a topic's
+// recurring timers by id, paged with a cursor, each as Get shows it (a
+// paused one paused), without the plain timers, the other topics'
+// schedules, or a cancelled or ended schedule.
+func testRecurringLister(e *env) {
+	l, ok := ontimedriver.As[ontimedriver.RecurringLister](e.d)
+	if !ok {
+		e.t.Skipf("%T does not implement ontimedriver.RecurringLister", e.d)
+	}
+	r := e.recurring()
+	if r == nil {
+		if _, err := l.ListRecurring(e.ctx, "rec.lister", "", 0); !errors.Is(err, ontimedriver.ErrUnsupported) {
+			e.t.Errorf("ListRecurring on a driver without recurring timers: %v, want ErrUnsupported", err)
+		}
+		return
+	}
+	const topic = "rec.lister"
+	listAll := func(limit int) (ids []string, pages int, all []ontimedriver.TimerInfo) {
+		e.t.Helper()
+		cursor := ""
+		for {
+			p, err := l.ListRecurring(e.ctx, topic, cursor, limit)
+			if err != nil {
+				e.t.Fatalf("ListRecurring(%q, %q, %d): %v", topic, cursor, limit, err)
+			}
+			pages++
+			if len(p.Timers) > limit {
+				e.t.Errorf("ListRecurring(limit %d): a page of %d", limit, len(p.Timers))
+			}
+			all = append(all, p.Timers...)
+			if p.NextCursor == "" {
+				return timerIDs(all), pages, all
+			}
+			if pages > 100 {
+				e.t.Fatalf("ListRecurring: no last page after 100 pages (%v)", timerIDs(all))
+			}
+			cursor = p.NextCursor
+		}
+	}
+	if ids, pages, _ := listAll(10); len(ids) != 0 || pages != 1 {
+		e.t.Errorf("ListRecurring of an empty topic: %v in %d pages, want none in 1", ids, pages)
+	}
+	now := e.now()
+	// plain timers due before every tick, with ids among theirs
+	e.put(topic, dueAt("a0", now.Add(time.Minute), "x"), dueAt("c0", now.Add(time.Minute), "x"), dueAt("z", now.Add(time.Minute), "x"))
+	for i, id := range []string{"e", "c", "a", "d", "b", "bb"} {
+		e.putRecurring(r, topic, id, specA, now.Add(time.Duration(10-i)*time.Hour), int64(i+1), "p-"+id)
+	}
+	e.putRecurring(r, "rec.lister.other", "aa", specB, now.Add(time.Hour), 1, "x")
+	e.wantErr("pause c", r.PauseRecurring(e.ctx, topic, "c"), nil)
+	e.wantErr("cancel e", e.d.Cancel(e.ctx, topic, "e"), nil)
+	// bb ends: a plain upsert over it makes it a plain timer
+	e.put(topic, dueAt("bb", now.Add(time.Hour), "x"))
+
+	want := []string{"a", "b", "c", "d"}
+	for _, limit := range []int{1, 2, 3, 4, 100} {
+		ids, pages, all := listAll(limit)
+		e.wantIDs("ListRecurring by id", ids, want)
+		if wantPages := (len(want) + limit - 1) / limit; pages < wantPages || pages > wantPages+1 {
+			e.t.Errorf("ListRecurring(limit %d): %d pages, want %d (or one more, empty)", limit, pages, wantPages)
+		}
+		if limit != 2 {
+			continue
+		}
+		for i := range all {
+			got := &all[i]
+			g := e.get(topic, got.ID)
+			if !got.Due.Equal(g.Due) || got.State != g.State || got.Attempt != g.Attempt || !bytes.Equal(got.Payload, g.Payload) {
+				e.t.Errorf("ListRecurring %q: %s %s attempt %d payload %q; Get says %s %s attempt %d payload %q",
+					got.ID, ts(got.Due), got.State, got.Attempt, got.Payload, ts(g.Due), g.State, g.Attempt, g.Payload)
+			}
+			if g.Recurring != nil {
+				e.wantRecurring("ListRecurring "+got.ID, got, *g.Recurring)
+			}
+		}
+		if len(all) == len(want) && (all[2].Recurring == nil || !all[2].Recurring.Paused) {
+			e.t.Errorf("ListRecurring: the paused schedule c is not shown paused: %+v", all[2].Recurring)
+		}
+	}
+	// the last page: a cursor after the last id
+	p, err := l.ListRecurring(e.ctx, topic, "", 4)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(p.Timers) == 4 && p.NextCursor != "" {
+		if q, err := l.ListRecurring(e.ctx, topic, p.NextCursor, 4); err != nil || len(q.Timers) != 0 || q.NextCursor != "" {
+			e.t.Errorf("ListRecurring after the last id: %v, %v; want an empty last page", q, err)
+		}
+	}
+	if _, err := l.ListRecurring(e.ctx, topic, "not a cursor!", 10); !errors.Is(err, ontimedriver.ErrInvalid) {
+		e.t.Errorf("ListRecurring with a bad cursor: %v, want ErrInvalid", err)
+	}
+	// ended by its last tick: gone
+	e.putRecurring(r, topic, "end", specA, now, 1, "x")
+	c := e.claimOne(e.d, topic, "end", longLease)
+	e.wantErr("ack without next", e.settle1(topic, ackOp(c)), nil)
+	if ids, _, _ := listAll(100); len(ids) != len(want) {
+		e.t.Errorf("ListRecurring after a schedule ended: %v, want %v", ids, want)
+	}
 }

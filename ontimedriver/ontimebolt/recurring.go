@@ -2,9 +2,12 @@ package ontimebolt
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -348,3 +351,84 @@ func (tb *topicBuckets) claimedSched(c *ontimedriver.ClaimedTimer) error {
 }
 
 var _ ontimedriver.Recurring = (*Driver)(nil)
+
+var _ ontimedriver.RecurringLister = (*Driver)(nil)
+
+// ListRecurring returns a page of a topic's recurring timers by id, in one
+// read transaction. See ontimedriver.RecurringLister. Bucket r is keyed by
+// id first (timerKey), so a page walks the keys of the store's schedule
+// entries (of every topic: the recurring timers only, never the plain
+// ones), keeps the topic's ids after the cursor and reads the page's
+// timers.
+func (d *Driver) ListRecurring(ctx context.Context, topic, cursor string, limit int) (*ontimedriver.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	after, err := decodeRecurringCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	limit = ontimedriver.RecurringPageLimit(limit)
+	page := &ontimedriver.Page{Timers: []ontimedriver.TimerInfo{}}
+	err = d.view(func(tx *bbolt.Tx) error {
+		nowUs := floorMicros(time.Now())
+		tb, err := d.lookup(tx, topic)
+		if err != nil || tb.sched == nil {
+			return err
+		}
+		var ids []string
+		c := tb.sched.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			id, tp, ok := splitTimerKey(k)
+			if !ok || string(tp) != topic || (after != "" && string(id) <= after) {
+				continue
+			}
+			ids = append(ids, string(id))
+		}
+		slices.Sort(ids)
+		if len(ids) > limit {
+			ids = ids[:limit]
+			page.NextCursor = encodeRecurringCursor(ids[limit-1])
+		}
+		for _, id := range ids {
+			rec, found, err := tb.getTimer(id)
+			if err != nil {
+				return err
+			}
+			if !found {
+				continue // an entry without its timer: not a timer to list
+			}
+			ti := timerInfo(id, &rec, nowUs)
+			if err := tb.withSched(&ti); err != nil {
+				return err
+			}
+			page.Timers = append(page.Timers, ti)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// recurringCursorVersion starts a ListRecurring cursor, so that a List
+// cursor is refused as one.
+const recurringCursorVersion = 'r'
+
+// encodeRecurringCursor is ListRecurring's cursor: the last id listed.
+func encodeRecurringCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{recurringCursorVersion}, id...))
+}
+
+// decodeRecurringCursor reads a ListRecurring cursor; "" for none.
+func decodeRecurringCursor(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 2 || b[0] != recurringCursorVersion {
+		return "", fmt.Errorf("%w: malformed cursor %q", ontimedriver.ErrInvalid, s)
+	}
+	return string(b[1:]), nil
+}

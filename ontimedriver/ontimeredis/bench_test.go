@@ -352,3 +352,45 @@ func BenchmarkCompatPublishBehindHead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListRecurring: one page of 1000 of a topic's recurring timers,
+// with few or many schedules and plain timers in the topic. The cost of a
+// page grows with the schedules (the script sorts the topic's schedule
+// ids), not with the plain timers, which it never reads.
+func BenchmarkListRecurring(b *testing.B) {
+	redistest.RequireRedis(b)
+	srv := redistest.StartServer(b)
+	ctx := context.Background()
+	for _, tc := range []struct{ schedules, plain int }{{10, 0}, {10, 100_000}, {1000, 0}, {10_000, 0}} {
+		b.Run(fmt.Sprintf("schedules=%d/plain=%d", tc.schedules, tc.plain), func(b *testing.B) {
+			d, err := ontimeredis.New(srv.NewClient(b), &ontimeredis.Options{Prefix: redistest.Prefix(b), Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = d.Close() })
+			at := time.Now().Add(time.Hour)
+			for i := 0; i < tc.plain; i += 1000 {
+				batch := make([]ontimedriver.NewTimer, min(1000, tc.plain-i))
+				for j := range batch {
+					batch[j] = ontimedriver.NewTimer{ID: fmt.Sprintf("p%07d", i+j), At: at, Payload: []byte("x")}
+				}
+				if _, err := d.Schedule(ctx, "t", batch, ontimedriver.Upsert); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range tc.schedules {
+				nr := ontimedriver.NewRecurring{ID: fmt.Sprintf("s%07d", i), Spec: "every 1h", At: at.Add(time.Hour), Tick: 1, Payload: []byte("x")}
+				if _, err := d.ScheduleRecurring(ctx, "t", nr, ontimedriver.Upsert); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				p, err := d.ListRecurring(ctx, "t", "", 1000)
+				if err != nil || len(p.Timers) != min(tc.schedules, 1000) {
+					b.Fatalf("ListRecurring: %d timers, %v", len(p.Timers), err)
+				}
+			}
+		})
+	}
+}

@@ -2,7 +2,9 @@ package ontimeredis
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,7 +25,10 @@ import (
 var (
 	sRecur      = mustScript("recur", "common")
 	sRecurPause = mustScript("recur_pause", "common")
+	sRecurList  = mustScript("list_recurring", "common")
 )
+
+var _ ontimedriver.RecurringLister = (*Driver)(nil)
 
 // errCompatRecurring is the compatible layout's refusal.
 var errCompatRecurring = fmt.Errorf("%w: recurring timers need the native layout (the faststream-compatible layout cannot keep them: the Python library would not re-arm them)", ontimedriver.ErrUnsupported)
@@ -152,6 +157,89 @@ func (d *Driver) pauseResume(ctx context.Context, topic, id, pause string, next 
 		d.hintAfter(ctx, topic, a[1], hintLower, a[2], false)
 	}
 	return nil
+}
+
+// ListRecurring returns a page of a topic's recurring timers by id, in
+// two round trips: HKEYS of the topic's schedule hash (the ids, sorted
+// here, so that Redis spends O(recurring timers) in C and no Lua sort),
+// then one script that reads, for the page's ids, what Get reads. Its cost
+// grows with the topic's recurring timers, never with its plain ones. See
+// ontimedriver.RecurringLister. A sharded topic (Options.Shards) holds no
+// recurring timers: its pages are empty. The compatible layout refuses
+// with ontimedriver.ErrUnsupported.
+func (d *Driver) ListRecurring(ctx context.Context, topic, cursor string, limit int) (*ontimedriver.Page, error) {
+	if d.compat {
+		return nil, errCompatRecurring
+	}
+	after, err := decodeRecurringCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	limit = ontimedriver.RecurringPageLimit(limit)
+	p := &ontimedriver.Page{Timers: []ontimedriver.TimerInfo{}}
+	if d.sharded(topic) != nil {
+		return p, nil
+	}
+	k := d.keys(topic)
+	all, err := bounded(d, ctx, func(ctx context.Context) ([]string, error) { return d.rdb.HKeys(ctx, k.sched).Result() })
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]any, 0, min(len(all), limit+1))
+	slices.Sort(all)
+	i, _ := slices.BinarySearch(all, after)
+	if i < len(all) && all[i] == after {
+		i++
+	}
+	for _, id := range all[i:min(len(all), i+limit)] {
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return p, nil
+	}
+	if i+limit < len(all) {
+		p.NextCursor = encodeRecurringCursor(all[i+limit-1])
+	}
+	res, err := d.eval(ctx, sRecurList, []string{k.sched, k.due, k.msg, k.lease}, ids...)
+	if err != nil {
+		return nil, err
+	}
+	a, err := replyArray(res)
+	if err != nil || len(a) != 1+4*len(ids) {
+		return nil, errReply
+	}
+	now := replyInt(a[0])
+	for j, id := range ids {
+		r := a[1+4*j:]
+		ti, err := d.info(id.(string), now, replyStr(r[0]), replyStr(r[2]), replyStr(r[1]))
+		if err != nil {
+			continue // cancelled since the HKEYS, or an entry without its timer
+		}
+		e, ok := parseSchedEntry(replyStr(r[3]))
+		if !ok {
+			continue
+		}
+		ti.Recurring = e
+		p.Timers = append(p.Timers, *ti)
+	}
+	return p, nil
+}
+
+// encodeRecurringCursor is ListRecurring's cursor: the last id listed.
+func encodeRecurringCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// decodeRecurringCursor reads a ListRecurring cursor; "" for none.
+func decodeRecurringCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || ontimedriver.ValidateID(string(b)) != nil {
+		return "", fmt.Errorf("%w: cursor %q is not one this driver made", ontimedriver.ErrInvalid, c)
+	}
+	return string(b), nil
 }
 
 // listRecurring fills the schedule entries of a page's recurring timers

@@ -174,7 +174,8 @@ func TestScheduleList(t *testing.T) {
 	r = e.do("GET", "/v1/topics/mixed/schedules?body_limit=100", nil)
 	e.want(r, 200, "")
 	r.json(t, &page)
-	if len(page.Schedules) != 2 || page.Scanned != 5 || !page.Complete {
+	// the stores list recurring timers: the 3 plain ones are not read
+	if len(page.Schedules) != 2 || page.Scanned != 2 || !page.Complete || page.NextCursor != "" {
 		t.Fatalf("list: %s", r.body)
 	}
 	byID := map[string]wire.Timer{}
@@ -189,6 +190,8 @@ func TestScheduleList(t *testing.T) {
 		t.Errorf("daily: %+v", d)
 	}
 	e.want(e.do("GET", "/v1/topics/mixed/schedules?limit=5", nil), 400, "invalid_query")
+	e.want(e.do("GET", "/v1/topics/mixed/schedules?cursor=not-a-cursor!", nil), 400, "invalid_query")
+	e.want(e.do("GET", "/v1/topics/mixed/schedules?cursor=", nil), 400, "invalid_query")
 	e.want(e.do("GET", "/v1/topics/mixed/schedules?body_limit=0", nil), 400, "invalid_query")
 	e.want(e.do("GET", "/v1/topics/mixed/schedules?body_limit=1&body_limit=2", nil), 400, "invalid_query")
 	e.want(e.do("GET", "/v1/topics/a%20b/schedules", nil), 400, "invalid_topic")
@@ -225,6 +228,12 @@ func TestScheduleCompatLayout(t *testing.T) {
 	e.want(e.do("POST", "/v1/topics/t/timers/s/pause", nil), 501, "recurring_unsupported")
 	e.want(e.do("POST", "/v1/topics/t/timers/s/resume", nil), 501, "recurring_unsupported")
 	e.want(e.do("GET", "/v1/topics/t/timers/s", nil), 404, "not_found")
+	r := e.do("GET", "/v1/topics/t/schedules", nil)
+	e.want(r, 200, "")
+	var page wire.SchedulePage
+	if r.json(t, &page); len(page.Schedules) != 0 || !page.Complete {
+		t.Errorf("schedules of a compatible-layout topic: %s, want none, complete", r.body)
+	}
 	if _, err := e.client.Get(t.Context(), "t", "s"); err != ontime.ErrNotFound {
 		t.Fatalf("Get after the refusal: %v", err)
 	}
@@ -244,6 +253,58 @@ func TestScheduleShardedTopic(t *testing.T) {
 	}
 	e.want(e.do("POST", "/v1/topics/hot/timers/s/pause", nil), 501, "recurring_unsupported")
 	e.want(e.do("POST", "/v1/topics/cold/schedules", `{"id":"s","every":"1h"}`), 201, "")
+	for topic, want := range map[string]int{"hot": 0, "cold": 1} {
+		r := e.do("GET", "/v1/topics/"+topic+"/schedules", nil)
+		e.want(r, 200, "")
+		var page wire.SchedulePage
+		if r.json(t, &page); len(page.Schedules) != want || !page.Complete {
+			t.Errorf("schedules of %s: %s, want %d, complete", topic, r.body, want)
+		}
+	}
+}
+
+// TestScheduleListManyPlain: a topic with 12,000 plain timers, all due
+// before two schedules' first ticks, lists the schedules, complete, in due
+// order, on both stores: the server reads the schedules alone (scanned 2),
+// where it used to walk the first 10,000 timers in due order and miss them.
+func TestScheduleListManyPlain(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"embedded", "redis"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			var o envOpts
+			o.noWorkers = true
+			if kind == "redis" {
+				o.redis = redistest.StartServer(t).URL()
+			}
+			e := newEnv(t, o)
+			const plain = 12_000
+			batch := make([]ontime.Timer, 1000)
+			for i := 0; i < plain; i += len(batch) {
+				for j := range batch {
+					batch[j] = ontime.Timer{Delay: time.Hour, Body: "x"}
+				}
+				if _, err := e.client.PublishBatch(t.Context(), "busy", batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)
+			later := time.Now().Add(5 * time.Hour).UTC().Format(time.RFC3339)
+			e.want(e.do("POST", "/v1/topics/busy/schedules", `{"id":"late","schedule":"every 24h from `+first+`"}`), 201, "")
+			e.want(e.do("POST", "/v1/topics/busy/schedules", `{"id":"a-later","schedule":"every 24h from `+later+`"}`), 201, "")
+			if cnt, err := e.client.Count(t.Context(), "busy"); err != nil || cnt.Scheduled != plain+2 {
+				t.Fatalf("count: %+v, %v; want %d scheduled", cnt, err, plain+2)
+			}
+			r := e.do("GET", "/v1/topics/busy/schedules?body_limit=1", nil)
+			e.want(r, 200, "")
+			var page wire.SchedulePage
+			r.json(t, &page)
+			// in due order (the stores list them by id)
+			if len(page.Schedules) != 2 || page.Schedules[0].ID != "late" || page.Schedules[1].ID != "a-later" || !page.Complete || page.Scanned != 2 || page.NextCursor != "" {
+				t.Fatalf("schedules of a topic with %d plain timers due first: %s; want late and a-later, complete, scanned 2", plain, r.body)
+			}
+		})
+	}
 }
 
 // TestScheduleBackfill: the ticks of a past range run each once, as
