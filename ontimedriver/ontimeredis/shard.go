@@ -349,9 +349,18 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 	}
 	peeks := make([]peek, s.n)
 	peekErrs := make([]error, s.n)
+	// The peeks get half of the call's time: a shard whose master is down
+	// can take all the time it is given (the client's retries, a dead
+	// connection), and the claims of the other shards need the rest.
+	pctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
 	_ = s.all(func(shard int) (err error) {
 		defer func() { peekErrs[shard] = err }()
-		res, err := d.eval(ctx, sPeek, []string{d.keys(s.names[shard]).due}, max)
+		res, err := d.eval(pctx, sPeek, []string{d.keys(s.names[shard]).due}, max)
 		if err != nil {
 			return err
 		}
