@@ -300,18 +300,7 @@ func TestClassicPubSubCluster(t *testing.T) {
 	if !slices.Equal(classic, []string{prefix + "{classic}:wake"}) {
 		t.Errorf("classic channels = %q, want the topic's wake channel on one node", classic)
 	}
-	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
-	if _, err := d.Schedule(ctx, "classic", []ontimedriver.NewTimer{{ID: "a", At: at, Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-wakes:
-		if !w.Equal(at) {
-			t.Errorf("wake-up at %v, want %v", w, at)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up")
-	}
+	scheduleAndWake(t, d, "classic", wakes)
 }
 
 // TestShardedPubSubSlotMove: when the slot of a subscribed wake channel
@@ -413,6 +402,25 @@ func TestShardedPubSubSlotMove(t *testing.T) {
 	}
 }
 
+// scheduleAndWake schedules a timer an hour ahead on topic (empty) and
+// checks the next wake-up on wakes is its due time (a zero one would say
+// the connection was rebuilt).
+func scheduleAndWake(t *testing.T, d *ontimeredis.Driver, topic string, wakes <-chan time.Time) {
+	t.Helper()
+	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+	if _, err := d.Schedule(t.Context(), topic, []ontimedriver.NewTimer{{ID: "a", At: at, Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case w := <-wakes:
+		if !w.Equal(at) {
+			t.Errorf("wake-up at %v, want %v", w, at)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up")
+	}
+}
+
 // waitWake reads wake-ups until one at want (ms), at most timeout.
 func waitWake(wakes <-chan time.Time, want int64, timeout time.Duration) bool {
 	t := time.After(timeout)
@@ -485,16 +493,5 @@ func TestShardedPubSubUnsubscribe(t *testing.T) {
 	}
 	wait.For(t, 10*time.Second, func() bool { return slices.Equal(shardChannels(), []string{wakeOf("stay")}) },
 		"only %s subscribed (%v)", wakeOf("stay"), func() string { return fmt.Sprint(shardChannels()) })
-	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
-	if _, err := d.Schedule(ctx, "stay", []ontimedriver.NewTimer{{ID: "a", At: at, Payload: []byte("p")}}, ontimedriver.Upsert); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-stay:
-		if !w.Equal(at) {
-			t.Errorf("wake-up %v, want %v (a zero one: the connection was rebuilt)", w, at)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up")
-	}
+	scheduleAndWake(t, d, "stay", stay)
 }
