@@ -373,9 +373,10 @@ func (r *runner) claimLoop(firstAt time.Time) {
 			if r.stopping() {
 				return
 			}
+			back := r.health.recovery()
 			r.health.fail("claim", err)
 			wait = backoff.Next(wait, minOutageBackoff, min(r.opts.PollInterval, maxOutageBackoff))
-			if !r.sleep(wait) {
+			if !outageSleep(wait, back, r.stopClaims) {
 				return
 			}
 			continue
@@ -473,18 +474,6 @@ func (r *runner) claimLoop(firstAt time.Time) {
 // delayed, not lost).
 func storeCallTimeout(lease time.Duration) time.Duration {
 	return min(max(lease/3, 2*time.Second), 5*time.Second)
-}
-
-// sleep waits d, or until the claim loop stops (false).
-func (r *runner) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.stopClaims:
-		return false
-	}
 }
 
 // maxOutageBackoff bounds the wait between two store calls of a worker

@@ -48,6 +48,9 @@ type healthTracker struct {
 	h   Health
 	// unsubscribed holds the topics whose last Subscribe failed.
 	unsubscribed map[string]bool
+	// back is closed, and replaced, when the store becomes reachable
+	// again: the worker's loops waiting out an outage retry at once.
+	back chan struct{}
 }
 
 func (t *healthTracker) init(log *slog.Logger) {
@@ -55,6 +58,45 @@ func (t *healthTracker) init(log *slog.Logger) {
 	now := time.Now()
 	t.h = Health{Healthy: true, Since: now, DegradedSince: now}
 	t.unsubscribed = map[string]bool{}
+	t.back = make(chan struct{})
+}
+
+// outageSleep waits out one back-off d of a loop that failed a store call,
+// and reports false when stop closes first. It also ends when back (the
+// healthTracker's recovery channel, taken before the call failed) closes,
+// once minOutageBackoff has passed: another loop of the worker found the
+// store reachable again, so this one retries at once instead of finishing
+// its back-off (after a failover the first loop to get through wakes the
+// others); the floor keeps a loop whose own calls still fail (its shard's
+// master down while the others answer) from retrying at the rate the
+// others succeed.
+func outageSleep(d time.Duration, back <-chan struct{}, stop <-chan struct{}) bool {
+	t := time.NewTimer(min(d, minOutageBackoff))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+		return false
+	}
+	if d <= minOutageBackoff {
+		return true
+	}
+	t.Reset(d - minOutageBackoff)
+	select {
+	case <-t.C:
+	case <-back:
+	case <-stop:
+		return false
+	}
+	return true
+}
+
+// recovery returns a channel closed when the store is next found
+// reachable after an outage (any of the worker's calls succeeds).
+func (t *healthTracker) recovery() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.back
 }
 
 func (t *healthTracker) get() Health {
@@ -83,6 +125,8 @@ func (t *healthTracker) ok() {
 	if !t.h.Healthy {
 		t.log.Info("ontime: store reachable again", "down_for", time.Since(t.h.Since).Round(time.Millisecond).String())
 		t.h.Healthy, t.h.Since, t.h.LastError = true, time.Now(), ""
+		close(t.back)
+		t.back = make(chan struct{})
 	}
 }
 

@@ -193,6 +193,7 @@ func (s *settler) flush(batch []settleReq) {
 			deadline = time.Unix(0, f)
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		back := s.health.recovery()
 		res, err := s.drv.Settle(ctx, s.topic, ops)
 		cancel()
 		if err == nil {
@@ -247,18 +248,8 @@ func (s *settler) flush(batch []settleReq) {
 		// Interrupted by a shutdown that gave up, the loop makes its one
 		// last try (bounded by finalAt) at once.
 		wait = backoff.Next(wait, minOutageBackoff, maxOutageBackoff)
-		s.sleep(wait)
+		outageSleep(wait, back, s.quit)
 		batch = s.fill(batch) // not empty: flushing stays set
-	}
-}
-
-// sleep waits d, or until a shutdown gives up.
-func (s *settler) sleep(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-s.quit:
 	}
 }
 
