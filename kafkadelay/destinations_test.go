@@ -2,6 +2,7 @@ package kafkadelay_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -65,20 +66,16 @@ func TestCreateDestinations(t *testing.T) {
 		}
 		due[id] = time.UnixMilli(d.UnixMilli() + 1) // at most 1ms of rounding up
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	reached := func() int {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= len(due) {
-			break
-		}
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			t.Fatalf("%d of %d records reached %s after 60s; dead letters: %d", n, len(due), topic, len(s.dead))
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		return len(got)
 	}
+	waitUntil(t, 60*time.Second, func() bool { return reached() >= len(due) }, func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return fmt.Sprintf("%d of %d records reached %s; dead letters: %d", reached(), len(due), topic, len(s.dead))
+	})
 	mu.Lock()
 	for id, at := range got {
 		d, ok := due[id]

@@ -214,23 +214,29 @@ func (c *cluster) sink(t testing.TB) *sink {
 	return s
 }
 
+// waitUntil checks cond every 20 ms until it holds; after timeout it fails
+// the test with what() (called only then, so that it can describe the state
+// it found).
+func waitUntil(t testing.TB, timeout time.Duration, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", timeout, what())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitFor waits until cond holds (checked under the sink's lock) or the
 // timeout passes.
 func (s *sink) waitFor(t testing.TB, timeout time.Duration, what string, cond func(*sink) bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	waitUntil(t, timeout, func() bool {
 		s.mu.Lock()
-		ok := cond(s)
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return cond(s)
+	}, func() string { return "waiting for " + what })
 }
 
 // drain waits until nothing more can arrive: the republishers' group has
@@ -282,13 +288,9 @@ func (s *sink) drain(t testing.TB, c *cluster, timeout time.Duration) {
 		last = fmt.Sprintf("the sink read %d of %d output records", got, want)
 		return got >= want
 	}
-	deadline := time.Now().Add(timeout)
-	for !drained() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for every bucket record committed and every output read: %s", timeout, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, timeout, drained, func() string {
+		return "waiting for every bucket record committed and every output read: " + last
+	})
 }
 
 // published is what a test published.

@@ -1,6 +1,7 @@
 package kafkadelay_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -63,13 +64,9 @@ func TestOutageClusterGoneThenStop(t *testing.T) {
 	// Mid-run: the republisher owns partitions and has committed past
 	// released records (not a sleep after which, on a loaded machine, it
 	// may not have joined the group yet).
-	deadline := time.Now().Add(30 * time.Second)
-	for !midRun(r) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the republisher committed nothing in 30 s: %+v", r.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, func() bool { return midRun(r) }, func() string {
+		return fmt.Sprintf("the republisher committed nothing: %+v", r.Stats())
+	})
 	ff.arm()
 	c.Close()
 	select {

@@ -2,6 +2,7 @@ package kafkadelay_test
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -31,13 +32,9 @@ func TestPythonProducer(t *testing.T) {
 	r := c.republisher(t, nil)
 	buckets := c.ladder.Buckets()
 	want := len(buckets) * partitions
-	deadline := time.Now().Add(30 * time.Second)
-	for owned(r) < want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the republisher owns %d partitions after 30s, want %d", owned(r), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, func() bool { return owned(r) >= want }, func() string {
+		return fmt.Sprintf("the republisher owns %d partitions, want %d", owned(r), want)
+	})
 
 	var ladder []string
 	for _, b := range buckets {

@@ -1,6 +1,7 @@
 package kafkadelay_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -54,17 +55,13 @@ func TestRebalanceMidRun(t *testing.T) {
 	// (conditions, not fixed sleeps: a loaded machine stretches every
 	// step, the group's rebalances included).
 	r2 := c.republisher(t, func(cfg *kafkadelay.Config) { cfg.Observer = &obs2 })
-	deadline := time.Now().Add(30 * time.Second)
-	for sumMoved(r2.Republisher) < 100 {
-		if time.Now().After(deadline) {
-			s.mu.Lock()
-			pending := n - len(s.got)
-			s.mu.Unlock()
-			t.Fatalf("the second republisher moved %d records in 30s (%d records pending); its partitions: %+v; the first's: %+v",
-				sumMoved(r2.Republisher), pending, r2.Stats(), r1.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, func() bool { return sumMoved(r2.Republisher) >= 100 }, func() string {
+		s.mu.Lock()
+		pending := n - len(s.got)
+		s.mu.Unlock()
+		return fmt.Sprintf("the second republisher moved %d records (%d records pending); its partitions: %+v; the first's: %+v",
+			sumMoved(r2.Republisher), pending, r2.Stats(), r1.Stats())
+	})
 	s.mu.Lock()
 	pending := n - len(s.got)
 	s.mu.Unlock()
