@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ontime-go/ontime/internal/redistest"
 	"github.com/ontime-go/ontime/ontimedriver"
 	"github.com/ontime-go/ontime/ontimedriver/ontimebolt"
-	"github.com/ontime-go/ontime/ontimedriver/ontimeredis"
 )
 
 // gatedCancels holds the store's Cancel calls while its gate is shut, so
@@ -77,22 +75,7 @@ func newGatedCancels(t *testing.T) *gatedCancels {
 // cancelsQueued waits until n cancels wait in the client's queues.
 func cancelsQueued(t *testing.T, c *Client, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c.can.mu.Lock()
-		got := 0
-		for _, l := range c.can.lanes {
-			got += len(l.queue)
-		}
-		c.can.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d cancels queued, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueued(t, "cancels", n, c.can.queuedLen)
 }
 
 // TestCancelCoalescing: a lone Cancel makes its own store call; the
@@ -198,24 +181,7 @@ func TestCancelCoalescing(t *testing.T) {
 // store calls than there were callers' cancels.
 func TestCancelCoalescedConcurrentPerID(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) ontimedriver.Driver{
-		"redis": func(t *testing.T) ontimedriver.Driver {
-			srv := redistest.StartServer(t)
-			d, err := ontimeredis.New(srv.NewClient(t), &ontimeredis.Options{Logger: quietLog})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
-		"bolt": func(t *testing.T) ontimedriver.Driver {
-			d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
-	}
-	for name, open := range stores {
+	for name, open := range realStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

@@ -98,19 +98,51 @@ func (g *gatedDriver) callIDs() [][]string {
 	return append([][]string(nil), g.calls...)
 }
 
+// queuedLen counts the requests waiting in the coalescer's lanes.
+func (c *coalescer[K, Req, Res, B]) queuedLen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, l := range c.lanes {
+		n += len(l.queue)
+	}
+	return n
+}
+
 // queued waits until n publishes wait in the client's queues.
 func queued(t *testing.T, c *Client, n int) {
 	t.Helper()
+	waitQueued(t, "publishes", n, c.pub.queuedLen)
+}
+
+// waitQueued waits until count reports n requests queued.
+func waitQueued(t *testing.T, what string, n int, count func() int) {
+	t.Helper()
 	got := 0
-	wait.For(t, 10*time.Second, func() bool {
-		c.pub.mu.Lock()
-		defer c.pub.mu.Unlock()
-		got = 0
-		for _, l := range c.pub.lanes {
-			got += len(l.queue)
-		}
-		return got == n
-	}, "%d publishes queued: %s", n, func() string { return fmt.Sprint(got) })
+	wait.For(t, 20*time.Second, func() bool { got = count(); return got == n },
+		"%d %s queued: %s", n, what, func() string { return fmt.Sprint(got) })
+}
+
+// realStores opens each real store the coalescing tests run on: a Redis
+// server of the test's own and an embedded store in a temporary directory.
+func realStores() map[string]func(t *testing.T) ontimedriver.Driver {
+	return map[string]func(t *testing.T) ontimedriver.Driver{
+		"redis": func(t *testing.T) ontimedriver.Driver {
+			srv := redistest.StartServer(t)
+			d, err := ontimeredis.New(srv.NewClient(t), &ontimeredis.Options{Logger: quietLog})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		"bolt": func(t *testing.T) ontimedriver.Driver {
+			d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+	}
 }
 
 type ctxMark struct{}
@@ -368,24 +400,7 @@ func TestPublishCoalescingDriverPanic(t *testing.T) {
 // what the results say, however the calls were shared.
 func TestPublishCoalescedConcurrentPerTimer(t *testing.T) {
 	t.Parallel()
-	stores := map[string]func(t *testing.T) ontimedriver.Driver{
-		"redis": func(t *testing.T) ontimedriver.Driver {
-			srv := redistest.StartServer(t)
-			d, err := ontimeredis.New(srv.NewClient(t), &ontimeredis.Options{Logger: quietLog})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
-		"bolt": func(t *testing.T) ontimedriver.Driver {
-			d, err := ontimebolt.Open(filepath.Join(t.TempDir(), "timers.db"), &ontimebolt.Options{Logger: quietLog})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
-	}
-	for name, open := range stores {
+	for name, open := range realStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
