@@ -145,7 +145,15 @@ func (r *failoverRun) run() failoverResult {
 	}, "a publish and a delivery on the dead node's topic %s after the promotion", r.victim)
 	// The driver stops listing the topic once its calls succeed again.
 	wait.For(t, 15*time.Second, func() bool { return len(pubDrv.UnavailableTopics()) == 0 }, "UnavailableTopics empty again")
-	time.Sleep(time.Second)
+	// publishing goes on after the recovery: 50 more acknowledged
+	mu.Lock()
+	before := len(acked)
+	mu.Unlock()
+	wait.For(t, 15*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) >= before+50
+	}, "50 more publishes acknowledged after the recovery")
 	stopPub()
 	pwg.Wait()
 
