@@ -476,14 +476,17 @@ func (d *Driver) claimSharded(ctx context.Context, s *shardSet, max int, lease t
 	return out, nil
 }
 
-func (d *Driver) settleSharded(ctx context.Context, s *shardSet, ops []ontimedriver.Settlement) ([]error, error) {
-	out := make([]error, len(ops))
-	err := s.each(s.group(len(ops), func(i int) string { return ops[i].ID }), func(shard int, idx []int) error {
-		part := make([]ontimedriver.Settlement, len(idx))
+// perShard splits items by the shard of their id, calls call with each
+// shard's part (the shards concurrently) and returns each item's result in
+// the items' order; one shard's error fails the whole.
+func perShard[T, R any](s *shardSet, items []T, id func(T) string, call func(shard string, part []T) ([]R, error)) ([]R, error) {
+	out := make([]R, len(items))
+	err := s.each(s.group(len(items), func(i int) string { return id(items[i]) }), func(shard int, idx []int) error {
+		part := make([]T, len(idx))
 		for j, i := range idx {
-			part[j] = ops[i]
+			part[j] = items[i]
 		}
-		res, err := d.Settle(ctx, s.names[shard], part)
+		res, err := call(s.names[shard], part)
 		if err != nil {
 			return err
 		}
@@ -496,50 +499,24 @@ func (d *Driver) settleSharded(ctx context.Context, s *shardSet, ops []ontimedri
 		return nil, err
 	}
 	return out, nil
+}
+
+func (d *Driver) settleSharded(ctx context.Context, s *shardSet, ops []ontimedriver.Settlement) ([]error, error) {
+	return perShard(s, ops, func(op ontimedriver.Settlement) string { return op.ID }, func(shard string, part []ontimedriver.Settlement) ([]error, error) {
+		return d.Settle(ctx, shard, part)
+	})
 }
 
 func (d *Driver) extendSharded(ctx context.Context, s *shardSet, leases []ontimedriver.Lease, lease time.Duration) ([]error, error) {
-	out := make([]error, len(leases))
-	err := s.each(s.group(len(leases), func(i int) string { return leases[i].ID }), func(shard int, idx []int) error {
-		part := make([]ontimedriver.Lease, len(idx))
-		for j, i := range idx {
-			part[j] = leases[i]
-		}
-		res, err := d.Extend(ctx, s.names[shard], part, lease)
-		if err != nil {
-			return err
-		}
-		for j, i := range idx {
-			out[i] = res[j]
-		}
-		return nil
+	return perShard(s, leases, func(l ontimedriver.Lease) string { return l.ID }, func(shard string, part []ontimedriver.Lease) ([]error, error) {
+		return d.Extend(ctx, shard, part, lease)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func (d *Driver) cancelBatchSharded(ctx context.Context, s *shardSet, ids []string) ([]error, error) {
-	out := make([]error, len(ids))
-	err := s.each(s.group(len(ids), func(i int) string { return ids[i] }), func(shard int, idx []int) error {
-		part := make([]string, len(idx))
-		for j, i := range idx {
-			part[j] = ids[i]
-		}
-		res, err := d.CancelBatch(ctx, s.names[shard], part)
-		if err != nil {
-			return err
-		}
-		for j, i := range idx {
-			out[i] = res[j]
-		}
-		return nil
+	return perShard(s, ids, func(id string) string { return id }, func(shard string, part []string) ([]error, error) {
+		return d.CancelBatch(ctx, shard, part)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // idsSharded runs fn (replay or purge of dead letters by id) per shard and
