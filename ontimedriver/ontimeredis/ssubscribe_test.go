@@ -196,7 +196,7 @@ func TestShardedPubSubCluster(t *testing.T) {
 	deliver := func(what string, in time.Duration) time.Duration {
 		t.Helper()
 		due := time.Now().Add(in)
-		want := map[string]bool{}
+		want := map[string]string{} // id → topic
 		for _, topic := range []string{handled, patterned} {
 			var id string
 			var err error
@@ -204,19 +204,19 @@ func TestShardedPubSubCluster(t *testing.T) {
 				id, err = pc.Publish(ctx, topic, "x", ontime.At(due))
 				return err == nil
 			}, "%s: a publish on %s (%v)", what, topic, func() string { return fmt.Sprint(err) })
-			want[id] = true
+			want[id] = topic
 		}
 		var late time.Duration
 		timeout := time.After(15 * time.Second)
 		for len(want) > 0 {
 			select {
 			case dl := <-got:
-				if want[dl.id] {
+				if _, ok := want[dl.id]; ok {
 					delete(want, dl.id)
 					late = max(late, dl.at.Sub(due))
 				}
 			case <-timeout:
-				t.Fatalf("%s: %d timers not delivered within 15 s (the workers poll every 30 s)", what, len(want))
+				t.Fatalf("%s: not delivered within 15 s (the workers poll every 30 s): %v (id → topic; %s is served by Handle, %s by HandleTopics)", what, want, handled, patterned)
 			}
 		}
 		return late
